@@ -1,0 +1,66 @@
+"""Reverse-mode accumulation shared by `GradientTape` and graph `gradients`.
+
+`backprop(entries, targets, target_grads, source_groups)` walks op records in
+reverse creation order.  Each record offers `opdef inputs outputs attrs
+get_attr`.  Tensors are keyed by `id()` (callers keep them alive).  A source
+group is a list of tensor keys whose gradients are summed (a variable read
+several times is one group).  Gradient rules are called with public ops, so
+this builds eager values or symbolic graph nodes depending on the context.
+"""
+from __future__ import annotations
+
+from .errors import InvalidArgumentError
+
+
+def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset()):
+    """Return one accumulated gradient (or None) per source group."""
+    from .ops import math as _m  # public ops, imported late to avoid a cycle
+    from .ops import array as _a
+
+    source_keys = set()
+    for group in source_groups:
+        source_keys.update(group)
+    # forward pass: which tensors depend on a source
+    reach = set(source_keys)
+    relevant = []
+    for e in entries:
+        if any(id(t) in reach for t in e.inputs):
+            relevant.append(e)
+            for o in e.outputs:
+                reach.add(id(o))
+
+    grads: dict[int, object] = {}
+    for t, g in zip(targets, target_grads):
+        _accumulate(grads, id(t), g, _m)
+
+    for e in reversed(relevant):
+        out_grads = [grads.get(id(o)) for o in e.outputs]
+        if all(g is None for g in out_grads):
+            continue
+        if not e.opdef.differentiable:
+            continue
+        if len(out_grads) > 1:
+            out_grads = [g if g is not None else _a.zeros_like(o) for g, o in zip(out_grads, e.outputs)]
+        in_grads = e.opdef.grad(e, *out_grads)
+        if len(in_grads) != len(e.inputs):
+            raise InvalidArgumentError(
+                f"gradient rule of {e.opdef.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
+        for x, g in zip(e.inputs, in_grads):
+            if g is None or id(x) not in reach or id(x) in stop_keys:
+                continue
+            _accumulate(grads, id(x), g, _m)
+
+    results = []
+    for group in source_groups:
+        acc = None
+        for k in group:
+            g = grads.get(k)
+            if g is not None:
+                acc = g if acc is None else _m.add(acc, g)
+        results.append(acc)
+    return results
+
+
+def _accumulate(grads, key, g, _m):
+    prev = grads.get(key)
+    grads[key] = g if prev is None else _m.add(prev, g)

@@ -1,0 +1,106 @@
+"""The execution-context stack: who receives an op when it is dispatched.
+
+The bottom of every thread's stack is the eager context (run ops now).  Graph
+building (`graph_runtime`) pushes an object with `is_eager = False` that
+implements `add_op(opdef, inputs, attrs, name)`, `create_variable(var, init)`
+and the functional control-flow builders `build_cond`, `build_while`,
+`build_case`.  `eager` never imports the code that pushes those contexts.
+Imports nothing from the project.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+
+
+class EagerContext:
+    """Run every op immediately with its NumPy kernel."""
+
+    is_eager = True
+
+    def __repr__(self):
+        return "<EagerContext>"
+
+
+EAGER = EagerContext()
+
+
+class _State(threading.local):
+    def __init__(self):
+        self.stack = [EAGER]
+
+
+_state = _State()
+
+
+def current():
+    """The context on top of this thread's stack."""
+    return _state.stack[-1]
+
+
+def executing_eagerly() -> bool:
+    """True when ops run immediately (no graph is being built on this thread)."""
+    return _state.stack[-1].is_eager
+
+
+def push(ctx) -> None:
+    _state.stack.append(ctx)
+
+
+def pop(ctx) -> None:
+    top = _state.stack[-1]
+    if top is not ctx:
+        raise RuntimeError(f"context stack corrupted: expected {ctx!r} on top, found {top!r}")
+    _state.stack.pop()
+
+
+@contextlib.contextmanager
+def scope(ctx):
+    """`with scope(ctx):` makes `ctx` the current context for the block."""
+    push(ctx)
+    try:
+        yield ctx
+    finally:
+        pop(ctx)
+
+
+@contextlib.contextmanager
+def init_scope():
+    """Run the block eagerly even while a graph is being built (variable init)."""
+    push(EAGER)
+    try:
+        yield
+    finally:
+        pop(EAGER)
+
+
+def stack_snapshot() -> tuple:
+    return tuple(_state.stack)
+
+
+# ---------------------------------------------------------------- name scopes
+def _name_stack():
+    st = getattr(_state, "names", None)
+    if st is None:
+        st = _state.names = []
+    return st
+
+
+@contextlib.contextmanager
+def name_scope(name: str):
+    """Prefix the names of ops and variables created in the block with `name/`."""
+    if not isinstance(name, str) or not name or "/" in name.strip("/"):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name_scope needs a non-empty string, got {name!r}")
+    st = _name_stack()
+    st.append(name.strip("/"))
+    try:
+        yield current_name_scope()
+    finally:
+        st.pop()
+
+
+def current_name_scope() -> str:
+    """The active prefix, e.g. 'dense/' (empty string at top level)."""
+    st = _name_stack()
+    return "".join(n + "/" for n in st)

@@ -1,0 +1,146 @@
+"""Python/NumPy values -> Tensors, with TensorFlow's dtype rules.
+
+`to_array(value, dtype)` is the one place where literals get their dtype:
+Python float -> float32, int -> int32 (int64 if it does not fit), bool -> bool,
+str/bytes -> string (object array of bytes); NumPy arrays keep their dtype
+unless `dtype` is given.  Converting a value to a dtype it does not fit (2.5 to
+int32) raises TypeError naming both.  `constant` stages a `Const` op when a
+graph is being built.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from . import context as _context
+from .dtypes import as_dtype, dtype_of_array, string, float32, int32, int64
+from .errors import InvalidArgumentError
+from .tensor import Tensor
+
+_INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
+
+
+def _to_bytes_array(value):
+    arr = np.asarray(value, dtype=object)
+    flat = arr.reshape(-1)
+    for i, v in enumerate(flat):
+        if isinstance(v, str):
+            flat[i] = v.encode("utf-8")
+        elif not isinstance(v, bytes):
+            raise TypeError(f"cannot convert {v!r} (a {type(v).__name__}) to a string tensor element")
+    return flat.reshape(arr.shape)
+
+
+def _contains_strings(value) -> bool:
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return isinstance(value, (str, bytes))
+
+
+def to_array(value, dtype=None):
+    """Convert a Python or NumPy value to a NumPy array (or scalar) of the right dtype."""
+    dt = None if dtype is None else as_dtype(dtype)
+    if isinstance(value, Tensor):
+        value = value._python_value("constant")
+    if isinstance(value, (np.ndarray, np.generic)):
+        arr = value
+        if arr.dtype.kind in "US":
+            arr = _to_bytes_array(arr.tolist() if arr.ndim else arr.item())
+        if dt is not None and dtype_of_array(arr) is not dt:
+            arr = _cast_checked(arr, dt, value)
+        return np.array(arr)  # a private copy: tensors are immutable
+    if isinstance(value, (str, bytes)) or _contains_strings(value):
+        if dt is not None and dt is not string:
+            raise TypeError(f"cannot convert string value {value!r} to dtype {dt.name}")
+        return _to_bytes_array(value)
+    try:
+        arr = np.asarray(value)
+    except ValueError as e:
+        raise TypeError(f"cannot convert {value!r} to a tensor: {e}") from None
+    kind = arr.dtype.kind
+    if kind == "O":
+        raise TypeError(f"cannot convert {value!r} (a {type(value).__name__}) to a tensor; "
+                        f"expected a number, bool, string, nested list of them, or a NumPy array")
+    if dt is not None:
+        return _cast_checked(arr, dt, value)
+    if kind == "f":
+        return arr.astype(np.float32)
+    if kind in "iu":
+        if arr.size and (arr.min() < _INT32_MIN or arr.max() > _INT32_MAX):
+            return arr.astype(np.int64)
+        return arr.astype(np.int32)
+    return arr
+
+
+def _cast_checked(arr, dt, original):
+    if dt is string:
+        if arr.dtype.kind != "O":
+            raise TypeError(f"cannot convert {original!r} to dtype string")
+        return arr
+    if arr.dtype.kind == "O":
+        raise TypeError(f"cannot convert string value {original!r} to dtype {dt.name}")
+    if (dt.is_integer or dt.is_bool) and arr.dtype.kind == "f":
+        if not np.all(np.isfinite(arr)) or not np.all(np.equal(np.mod(arr, 1), 0)):
+            raise TypeError(f"cannot convert {original!r} to dtype {dt.name} without losing its value")
+    if dt.is_integer and arr.size and arr.dtype.kind in "iuf":
+        info = np.iinfo(dt.np_dtype)
+        if arr.min() < info.min or arr.max() > info.max:
+            raise TypeError(f"value {original!r} is out of range for dtype {dt.name}")
+    return arr.astype(dt.np_dtype)
+
+
+def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+    """A tensor holding `value` (optionally cast to `dtype` and broadcast/reshaped to `shape`)."""
+    arr = to_array(value, dtype)
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if arr.size == 1 and int(np.prod(shape)) != 1:
+            arr = np.broadcast_to(arr.reshape(()), shape).copy()
+        elif arr.size == int(np.prod(shape)):
+            arr = arr.reshape(shape)
+        else:
+            raise TypeError(f"constant: cannot make a tensor of shape {list(shape)} from {arr.size} elements "
+                            f"(expected 1 element or exactly {int(np.prod(shape))})")
+    ctx = _context._state.stack[-1]
+    if ctx.is_eager:
+        return Tensor(arr)
+    from .ops.constant import stage_const
+    return stage_const(arr, name)
+
+
+def convert_to_tensor(value, dtype=None, name=None, dtype_hint=None) -> Tensor:
+    """Return `value` as a Tensor; tensors pass through (their dtype must match `dtype`)."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype is not as_dtype(dtype):
+            raise InvalidArgumentError(
+                f"expected a tensor of dtype {as_dtype(dtype).name}, got {value.dtype.name}")
+        return value
+    to_tensor = getattr(value, "_to_tensor", None)
+    if to_tensor is not None:
+        t = to_tensor()
+        if dtype is not None and t.dtype is not as_dtype(dtype):
+            raise InvalidArgumentError(
+                f"expected a tensor of dtype {as_dtype(dtype).name}, got {t.dtype.name}")
+        return t
+    if dtype is None and dtype_hint is not None and isinstance(value, numbers.Number):
+        try:
+            return constant(value, dtype_hint, name=name)
+        except TypeError:
+            pass
+    return constant(value, dtype, name=name)
+
+
+def operand(x, like: Tensor) -> Tensor:
+    """Convert `x` for a binary op whose other operand is `like`: scalars take its dtype."""
+    if isinstance(x, Tensor):
+        return x
+    to_tensor = getattr(x, "_to_tensor", None)
+    if to_tensor is not None:
+        return to_tensor()
+    if isinstance(x, np.ndarray):
+        return constant(x)
+    try:
+        return constant(x, like.dtype)
+    except TypeError as e:
+        raise TypeError(f"{e} (the other operand has dtype {like.dtype.name})") from None

@@ -1,0 +1,92 @@
+"""`Module`: a container of variables and sub-modules with name scoping.
+
+Variables and sub-modules are found by walking the instance's attributes
+(including lists, tuples and dicts of them), in sorted attribute order, each
+object once.  `with self.name_scope:` prefixes names created inside with the
+module's name.
+"""
+from __future__ import annotations
+
+import re
+
+from . import context as _context
+
+
+def _camel_to_snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Module:
+    """Base class for models and layers (see API.md)."""
+
+    def __init__(self, name: str | None = None):
+        self._name = name or _camel_to_snake(type(self).__name__)
+        self._scope_name = _context.current_name_scope() + self._name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def name_scope(self):
+        """A context manager prefixing names with this module's scope."""
+        return _ModuleScope(self._scope_name)
+
+    def _walk(self, predicate, recurse_into_modules=True):
+        seen, out = set(), []
+        stack = [(self, True)]
+        while stack:
+            obj, is_root = stack.pop()
+            children = []
+            if isinstance(obj, Module):
+                if not is_root and not recurse_into_modules:
+                    continue
+                attrs = vars(obj)
+                children = [attrs[k] for k in sorted(attrs) if not k.startswith("_abc")]
+            elif isinstance(obj, dict):
+                children = [obj[k] for k in sorted(obj, key=repr)]
+            elif isinstance(obj, (list, tuple)):
+                children = list(obj)
+            for c in reversed(children):
+                if id(c) in seen:
+                    continue
+                if isinstance(c, (Module, dict, list, tuple)) or predicate(c):
+                    seen.add(id(c))
+                    if predicate(c):
+                        out.append(c)
+                    if isinstance(c, (Module, dict, list, tuple)):
+                        stack.append((c, False))
+        return out
+
+    @property
+    def variables(self) -> tuple:
+        return tuple(self._walk(lambda x: getattr(x, "_is_variable", False)))
+
+    @property
+    def trainable_variables(self) -> tuple:
+        return tuple(v for v in self.variables if v.trainable)
+
+    @property
+    def submodules(self) -> tuple:
+        return tuple(self._walk(lambda x: isinstance(x, Module)))
+
+    def __repr__(self):
+        return f"<{type(self).__name__} name={self._name!r}>"
+
+
+class _ModuleScope:
+    def __init__(self, full_name: str):
+        self._parts = full_name.split("/")
+        self._cms = []
+
+    def __enter__(self):
+        for p in self._parts:
+            cm = _context.name_scope(p)
+            cm.__enter__()
+            self._cms.append(cm)
+        return _context.current_name_scope()
+
+    def __exit__(self, *exc):
+        while self._cms:
+            self._cms.pop().__exit__(*exc)
+        return False

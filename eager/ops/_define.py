@@ -1,0 +1,168 @@
+"""Helpers for declaring ops: shape inference building blocks and call wrappers.
+
+- `infer_*`: common inference rules (same shape, broadcast, fixed dtype).
+- `broadcast_shapes(a, b)`: static broadcasting with None dims.
+- `call_unary / call_binary`: convert operands (Python scalars take the tensor's
+  dtype), check dtypes agree (no silent promotion: `InvalidArgumentError`
+  naming the op and both dtypes), and dispatch.
+- `as_attr_tuple`: normalise shape/axis arguments given as lists or tensors.
+- `sum_to_like(g, x)`: reduce a broadcast gradient back to `x`'s shape.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..convert import constant, convert_to_tensor, operand
+from ..dispatch import execute
+from ..dtypes import as_dtype, bool_
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ..tensor import Tensor
+
+EMPTY = {}
+
+
+# ---------------------------------------------------------------- inference
+def broadcast_shapes(a, b, opname="op"):
+    """Static NumPy broadcasting over shapes that may contain None (or be None)."""
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y) if (x is None) != (y is None) else out.append(None)
+        elif x == y:
+            out.append(x)
+        else:
+            raise InvalidArgumentError(
+                f"{opname}: incompatible shapes for broadcasting: {list(a)} and {list(b)}", op_name=opname)
+    return tuple(out)
+
+
+def infer_same(specs, attrs):
+    """Output has the shape and dtype of the first input."""
+    return [Spec(specs[0].shape, specs[0].dtype)]
+
+
+def infer_broadcast(specs, attrs, opname="binary op"):
+    return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape, opname), specs[0].dtype)]
+
+
+def infer_broadcast_bool(specs, attrs):
+    return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape), bool_)]
+
+
+def infer_broadcast_n(specs, attrs):
+    shape = specs[0].shape
+    for s in specs[1:]:
+        shape = broadcast_shapes(shape, s.shape)
+    return [Spec(shape, specs[-1].dtype)]
+
+
+def make_infer_broadcast(opname):
+    return lambda specs, attrs: infer_broadcast(specs, attrs, opname)
+
+
+def infer_fixed_dtype(dtype):
+    """Same shape as the first input, fixed output dtype."""
+    dt = as_dtype(dtype)
+    return lambda specs, attrs: [Spec(specs[0].shape, dt)]
+
+
+def normalize_axis(axis, rank, opname="op"):
+    if rank is None:
+        return axis
+    if not -rank <= axis < max(rank, 1) and not (rank == 0 and axis in (0, -1)):
+        raise InvalidArgumentError(f"{opname}: axis {axis} is out of range for a tensor of rank {rank}",
+                                   op_name=opname)
+    return axis % rank if rank else 0
+
+
+# ---------------------------------------------------------------- wrappers
+def call_unary(opdef, x, name=None, attrs=EMPTY):
+    if not isinstance(x, Tensor):
+        x = convert_to_tensor(x)
+    return execute(opdef, (x,), attrs, name)
+
+
+def check_same_dtype(opdef, x, y):
+    if x.dtype is not y.dtype:
+        raise InvalidArgumentError(
+            f"{opdef.name}: cannot compute {opdef.name} of a {x.dtype.name} tensor and a {y.dtype.name} tensor "
+            f"(shapes {x.shape} and {y.shape}); graphjit does not promote dtypes: cast one operand with "
+            f"eager.cast", op_name=opdef.name)
+
+
+def binary_operands(opdef, x, y):
+    if type(x) is not Tensor or type(y) is not Tensor:
+        if isinstance(x, Tensor) or hasattr(x, "_to_tensor"):
+            x = operand(x, None) if not isinstance(x, Tensor) else x
+            y = operand(y, x)
+        elif isinstance(y, Tensor) or hasattr(y, "_to_tensor"):
+            y = operand(y, None) if not isinstance(y, Tensor) else y
+            x = operand(x, y)
+        else:
+            x = convert_to_tensor(x)
+            y = operand(y, x)
+    check_same_dtype(opdef, x, y)
+    return x, y
+
+
+def call_binary(opdef, x, y, name=None, attrs=EMPTY):
+    x, y = binary_operands(opdef, x, y)
+    return execute(opdef, (x, y), attrs, name)
+
+
+def as_attr_tuple(value, what="shape"):
+    """A shape/axis argument as a tuple of Python ints (lists, tuples, concrete tensors)."""
+    if value is None:
+        return None
+    if isinstance(value, Tensor):
+        value = value._python_value(what)
+    if isinstance(value, (int, np.integer)):
+        return (int(value),)
+    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+
+# ---------------------------------------------------------------- broadcasting gradient
+def _sum_to_like_kernel(g, x):
+    return sum_to_shape(g, np.shape(x))
+
+
+def sum_to_shape(g, shape):
+    """Sum array `g` over the axes along which an array of `shape` was broadcast."""
+    gshape = np.shape(g)
+    if gshape == tuple(shape):
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
+    r = np.sum(g, axis=axes, keepdims=True) if axes else g
+    if lead:
+        r = r.reshape(r.shape[lead:])
+    return np.asarray(r).reshape(shape).astype(np.result_type(g), copy=False)
+
+
+def _grad_sum_to_like(op, dy):
+    from .array import broadcast_to, shape as shape_of
+    return [broadcast_to(dy, shape_of(op.inputs[0])), None]
+
+
+SUM_TO_LIKE = op("SumToLike", _sum_to_like_kernel,
+                 lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
+                 _grad_sum_to_like,
+                 doc="Reduce a broadcast gradient (input 0) to the shape of input 1.")
+
+
+def sum_to_like(g, x):
+    """`g` summed back to the shape of `x` (identity when the static shapes already agree)."""
+    gs, xs = g.shape, x.shape
+    if gs.is_fully_defined() and gs == xs:
+        return g
+    return execute(SUM_TO_LIKE, (g, x), EMPTY)

@@ -1,0 +1,303 @@
+"""Shape and creation ops: shape/size/rank, reshape, broadcast_to, zeros/ones...
+
+Shape arguments given as Python lists become `int32` constant inputs (as in
+TensorFlow), so reshape checks its element count at run time, always: no
+optimizer may drop it (TensorFlow's reshape bug).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..convert import constant, convert_to_tensor
+from ..dispatch import execute
+from ..dtypes import as_dtype, float32, int32
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ._define import EMPTY, as_attr_tuple, call_unary, infer_same
+
+__all__ = ["shape", "size", "rank", "reshape", "broadcast_to", "zeros", "ones", "zeros_like", "ones_like",
+           "fill", "stack", "unstack", "squeeze", "expand_dims"]
+
+
+# ------------------------------------------------------------------ shape, size, rank
+def _infer_shape_op(specs, attrs):
+    s = specs[0].shape
+    dt = attrs["out_type"]
+    value = np.array(s, dtype=dt.as_numpy_dtype) if s is not None and None not in s else None
+    return [Spec((None if s is None else len(s),), dt, value)]
+
+
+SHAPE = op("Shape", lambda x, out_type: np.array(np.shape(x), dtype=out_type.as_numpy_dtype),
+           _infer_shape_op)
+
+
+def _infer_size(specs, attrs):
+    s = specs[0].shape
+    dt = attrs["out_type"]
+    value = np.array(int(np.prod(s)), dtype=dt.as_numpy_dtype) if s is not None and None not in s else None
+    return [Spec((), dt, value)]
+
+
+SIZE = op("Size", lambda x, out_type: np.array(np.size(x), dtype=out_type.as_numpy_dtype), _infer_size)
+RANK = op("Rank", lambda x: np.array(np.ndim(x), dtype=np.int32),
+          lambda specs, attrs: [Spec((), int32, None if specs[0].shape is None else
+                                     np.array(len(specs[0].shape), np.int32))])
+
+
+def shape(input, out_type=int32, name=None):
+    """The dynamic shape of `input` as a 1-D integer tensor."""
+    return call_unary(SHAPE, input, name, {"out_type": as_dtype(out_type)})
+
+
+def size(input, out_type=int32, name=None):
+    return call_unary(SIZE, input, name, {"out_type": as_dtype(out_type)})
+
+
+def rank(input, name=None):
+    return call_unary(RANK, input, name)
+
+
+# ------------------------------------------------------------------ reshape
+def _reshape_kernel(x, shape):
+    shape = tuple(int(d) for d in shape)
+    try:
+        return np.reshape(x, shape)
+    except ValueError:
+        raise InvalidArgumentError(
+            f"Reshape: cannot reshape a tensor with {np.size(x)} elements (shape {list(np.shape(x))}) to "
+            f"shape {list(shape)}", op_name="Reshape") from None
+
+
+def _infer_reshape(specs, attrs):
+    x, s = specs
+    if s.value is None:
+        n = s.shape[0] if s.shape else None
+        return [Spec(None if n is None else (None,) * n, x.dtype)]
+    target = [int(d) for d in np.asarray(s.value).reshape(-1)]
+    if target.count(-1) > 1:
+        raise InvalidArgumentError(f"Reshape: at most one dimension may be -1, got {target}", op_name="Reshape")
+    known = x.shape is not None and None not in x.shape
+    if known:
+        n = int(np.prod(x.shape))
+        rest = int(np.prod([d for d in target if d != -1]))
+        if -1 in target:
+            if rest == 0 or n % rest:
+                raise InvalidArgumentError(f"Reshape: cannot reshape {list(x.shape)} ({n} elements) to {target}",
+                                           op_name="Reshape")
+            target = [n // rest if d == -1 else d for d in target]
+        elif rest != n:
+            raise InvalidArgumentError(f"Reshape: cannot reshape a tensor with {n} elements (shape "
+                                       f"{list(x.shape)}) to shape {target}", op_name="Reshape")
+    return [Spec(tuple(None if d == -1 else d for d in target), x.dtype)]
+
+
+RESHAPE = op("Reshape", _reshape_kernel, _infer_reshape,
+             lambda op, dy: [reshape(dy, shape(op.inputs[0])), None])
+
+
+def _shape_input(value):
+    if isinstance(value, (list, tuple)) and any(hasattr(v, "dtype") and hasattr(v, "_is_symbolic") for v in value):
+        return stack([convert_to_tensor(v, int32) if not hasattr(v, "_is_symbolic") else v for v in value])
+    if hasattr(value, "_is_symbolic"):
+        return value
+    arr = np.asarray(value if value is not None else [], dtype=np.int64).reshape(-1)
+    return constant(arr.astype(np.int32))
+
+
+def reshape(tensor, shape, name=None):
+    """Reshape to `shape` (list or 1-D int tensor; one entry may be -1)."""
+    t = convert_to_tensor(tensor)
+    return execute(RESHAPE, (t, _shape_input(shape)), EMPTY, name)
+
+
+# ------------------------------------------------------------------ broadcast_to
+def _infer_broadcast_to(specs, attrs):
+    x, s = specs
+    if s.value is None:
+        return [Spec(None if s.shape is None or s.shape[0] is None else (None,) * s.shape[0], x.dtype)]
+    return [Spec(tuple(int(d) for d in s.value), x.dtype)]
+
+
+def _g_broadcast_to(op, dy):
+    from ._define import sum_to_like
+    return [sum_to_like(dy, op.inputs[0]), None]
+
+
+BROADCAST_TO = op("BroadcastTo", lambda x, s: np.array(np.broadcast_to(x, tuple(int(d) for d in s))),
+                  _infer_broadcast_to, _g_broadcast_to)
+
+
+def broadcast_to(input, shape, name=None):
+    return execute(BROADCAST_TO, (convert_to_tensor(input), _shape_input(shape)), EMPTY, name)
+
+
+# ------------------------------------------------------------------ creation
+def _infer_fill(specs, attrs):
+    dims, value = specs
+    if dims.value is None:
+        return [Spec(None if dims.shape is None or dims.shape[0] is None else (None,) * dims.shape[0],
+                     value.dtype)]
+    return [Spec(tuple(int(d) for d in dims.value), value.dtype)]
+
+
+FILL = op("Fill", lambda dims, value: np.full(tuple(int(d) for d in dims), value), _infer_fill)
+
+
+def fill(dims, value, name=None):
+    return execute(FILL, (_shape_input(dims), convert_to_tensor(value)), EMPTY, name)
+
+
+def zeros(shape, dtype=float32, name=None):
+    dt = as_dtype(dtype)
+    if not hasattr(shape, "_is_symbolic"):
+        return constant(np.zeros(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
+    return fill(shape, constant(0, dt), name)
+
+
+def ones(shape, dtype=float32, name=None):
+    dt = as_dtype(dtype)
+    if not hasattr(shape, "_is_symbolic"):
+        return constant(np.ones(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
+    return fill(shape, constant(1, dt), name)
+
+
+ZEROS_LIKE = op("ZerosLike", np.zeros_like, infer_same, elementwise=True)
+ONES_LIKE = op("OnesLike", np.ones_like, infer_same, elementwise=True)
+
+
+def zeros_like(input, dtype=None, name=None):
+    t = convert_to_tensor(input)
+    out = call_unary(ZEROS_LIKE, t, name)
+    if dtype is not None:
+        from .math import cast
+        out = cast(out, dtype)
+    return out
+
+
+def ones_like(input, dtype=None, name=None):
+    t = convert_to_tensor(input)
+    out = call_unary(ONES_LIKE, t, name)
+    if dtype is not None:
+        from .math import cast
+        out = cast(out, dtype)
+    return out
+
+
+# ------------------------------------------------------------------ stack / squeeze / expand_dims
+def _infer_pack(specs, attrs):
+    axis = attrs["axis"]
+    shape = specs[0].shape
+    for s in specs[1:]:
+        if s.dtype is not specs[0].dtype:
+            raise InvalidArgumentError(f"Pack: all inputs must have the same dtype, got {specs[0].dtype.name} and "
+                                       f"{s.dtype.name}", op_name="Pack")
+        if shape is not None and s.shape is not None:
+            if len(shape) != len(s.shape) or any(a is not None and b is not None and a != b
+                                                 for a, b in zip(shape, s.shape)):
+                raise InvalidArgumentError(f"Pack: all inputs must have the same shape, got {list(shape)} and "
+                                           f"{list(s.shape)}", op_name="Pack")
+    if shape is None:
+        return [Spec(None, specs[0].dtype)]
+    r = len(shape) + 1
+    a = axis % r
+    return [Spec(tuple(shape[:a]) + (len(specs),) + tuple(shape[a:]), specs[0].dtype)]
+
+
+def _g_pack(op, dy):
+    return list(unstack(dy, num=len(op.inputs), axis=op.get_attr("axis")))
+
+
+PACK = op("Pack", lambda *xs, axis: np.stack(xs, axis=axis), _infer_pack, _g_pack)
+
+
+def stack(values, axis=0, name=None):
+    ts = [convert_to_tensor(v) for v in values]
+    if not ts:
+        raise InvalidArgumentError("stack: needs at least one tensor", op_name="Pack")
+    _infer_pack([Spec(t.shape.dims, t.dtype) for t in ts], {"axis": axis})
+    return execute(PACK, tuple(ts), {"axis": int(axis)}, name)
+
+
+def _infer_unpack(specs, attrs):
+    s = specs[0].shape
+    axis, num = attrs["axis"], attrs["num"]
+    if s is None:
+        return [Spec(None, specs[0].dtype) for _ in range(num)]
+    a = axis % len(s)
+    return [Spec(tuple(s[:a]) + tuple(s[a + 1:]), specs[0].dtype) for _ in range(num)]
+
+
+def _unpack_kernel(x, axis, num):
+    if x.shape[axis] != num:
+        raise InvalidArgumentError(f"Unpack: dimension {axis} has size {x.shape[axis]}, expected {num}",
+                                   op_name="Unpack")
+    return tuple(np.array(p) for p in np.moveaxis(x, axis, 0))
+
+
+UNPACK = op("Unpack", _unpack_kernel, _infer_unpack, lambda op, *dys: [stack(list(dys), axis=op.get_attr("axis"))],
+            num_outputs=-1)
+
+
+def unstack(value, num=None, axis=0, name=None):
+    t = convert_to_tensor(value)
+    if num is None:
+        if t.shape.rank is None or t.shape[axis] is None:
+            raise ValueError(f"unstack: cannot infer num from shape {t.shape}; pass num")
+        num = t.shape[axis]
+    if t.shape.rank is not None:
+        axis = axis % t.shape.rank
+    out = execute(UNPACK, (t,), {"axis": int(axis), "num": int(num)}, name)
+    return list(out)
+
+
+def _squeeze_kernel(x, axis):
+    return np.squeeze(x, axis=axis)
+
+
+def _infer_squeeze(specs, attrs):
+    s = specs[0].shape
+    axis = attrs["axis"]
+    if s is None:
+        return [Spec(None, specs[0].dtype)]
+    if axis is None:
+        if None in s:
+            return [Spec(None, specs[0].dtype)]
+        return [Spec(tuple(d for d in s if d != 1), specs[0].dtype)]
+    axes = {a % len(s) for a in axis}
+    for a in axes:
+        if s[a] is not None and s[a] != 1:
+            raise InvalidArgumentError(f"Squeeze: cannot squeeze dimension {a} of size {s[a]} (shape {list(s)})",
+                                       op_name="Squeeze")
+    return [Spec(tuple(d for i, d in enumerate(s) if i not in axes), specs[0].dtype)]
+
+
+SQUEEZE = op("Squeeze", _squeeze_kernel, _infer_squeeze,
+             lambda op, dy: [reshape(dy, shape(op.inputs[0]))])
+
+
+def squeeze(input, axis=None, name=None):
+    t = convert_to_tensor(input)
+    axis_t = as_attr_tuple(axis, "axis")
+    _infer_squeeze([Spec(t.shape.dims, t.dtype)], {"axis": axis_t})
+    return execute(SQUEEZE, (t,), {"axis": axis_t}, name)
+
+
+def _infer_expand(specs, attrs):
+    s = specs[0].shape
+    if s is None:
+        return [Spec(None, specs[0].dtype)]
+    a = attrs["axis"] % (len(s) + 1)
+    return [Spec(tuple(s[:a]) + (1,) + tuple(s[a:]), specs[0].dtype)]
+
+
+EXPAND_DIMS = op("ExpandDims", lambda x, axis: np.expand_dims(x, axis), _infer_expand,
+                 lambda op, dy: [reshape(dy, shape(op.inputs[0]))])
+
+
+def expand_dims(input, axis, name=None):
+    t = convert_to_tensor(input)
+    r = t.shape.rank
+    axis = int(axis)
+    if r is not None and not -(r + 1) <= axis <= r:
+        raise InvalidArgumentError(f"ExpandDims: axis {axis} out of range for rank {r}", op_name="ExpandDims")
+    return execute(EXPAND_DIMS, (t,), {"axis": axis}, name)

@@ -1,0 +1,516 @@
+"""Elementwise math, comparisons, logic, casts and matmul.
+
+Each primitive is declared once (kernel, inference, gradient, flags); the
+public functions below convert their arguments and dispatch.  Gradients are
+written with these same public functions, so they work eagerly and in graphs.
+Integer `divide`/`truediv` cast to float first (int8/int16 -> float32,
+int32/int64 -> float64), as TensorFlow does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..convert import convert_to_tensor
+from ..dispatch import execute
+from ..dtypes import as_dtype, bool_, float32, float64
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ._define import (EMPTY, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool, infer_same,
+                      make_infer_broadcast, sum_to_like)
+
+__all__ = [
+    "add", "subtract", "multiply", "divide", "truediv", "floordiv", "floormod", "pow", "maximum", "minimum",
+    "squared_difference", "negative", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "square",
+    "reciprocal", "sin", "cos", "tanh", "sigmoid", "round", "floor", "ceil", "equal", "not_equal", "less",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "cast", "matmul",
+    "add_n", "clip_by_value", "is_nan", "is_finite",
+]
+
+
+# ------------------------------------------------------------------ binary
+def _g_add(op, dy):
+    x, y = op.inputs
+    return [sum_to_like(dy, x), sum_to_like(dy, y)]
+
+
+def _g_sub(op, dy):
+    x, y = op.inputs
+    return [sum_to_like(dy, x), sum_to_like(negative(dy), y)]
+
+
+def _g_mul(op, dy):
+    x, y = op.inputs
+    return [sum_to_like(multiply(dy, y), x), sum_to_like(multiply(dy, x), y)]
+
+
+def _g_div(op, dy):
+    x, y = op.inputs
+    return [sum_to_like(divide(dy, y), x),
+            sum_to_like(negative(multiply(dy, divide(divide(x, y), y))), y)]
+
+
+def _g_pow(op, dy):
+    x, y = op.inputs
+    z = op.outputs[0]
+    dx = multiply(dy, multiply(y, pow(x, subtract(y, 1))))
+    safe_log = log(where_positive(x))
+    dyy = multiply(dy, multiply(z, safe_log))
+    return [sum_to_like(dx, x), sum_to_like(dyy, y)]
+
+
+def where_positive(x):
+    """x where x > 0, else 1 (so log() of it is finite): used by the pow gradient."""
+    return execute(_WHERE_POS, (x,), EMPTY)
+
+
+_WHERE_POS = op("PositiveOrOne", lambda x: np.where(x > 0, x, np.ones_like(x)), infer_same,
+                doc="x where x > 0 else 1; helper of the Pow gradient.")
+
+
+def _g_max(op, dy):
+    x, y = op.inputs
+    mask = cast(greater_equal(x, y), dy.dtype)
+    return [sum_to_like(multiply(dy, mask), x), sum_to_like(multiply(dy, subtract(1, mask)), y)]
+
+
+def _g_min(op, dy):
+    x, y = op.inputs
+    mask = cast(less_equal(x, y), dy.dtype)
+    return [sum_to_like(multiply(dy, mask), x), sum_to_like(multiply(dy, subtract(1, mask)), y)]
+
+
+def _g_sqdiff(op, dy):
+    x, y = op.inputs
+    d = multiply(multiply(dy, 2), subtract(x, y))
+    return [sum_to_like(d, x), sum_to_like(negative(d), y)]
+
+
+def _binop(name, ufunc, grad, commutative=False):
+    return op(name, ufunc, make_infer_broadcast(name), grad, elementwise=True, commutative=commutative,
+              numpy_ufunc=ufunc)
+
+
+ADD = _binop("AddV2", np.add, _g_add, commutative=True)
+SUB = _binop("Sub", np.subtract, _g_sub)
+MUL = _binop("Mul", np.multiply, _g_mul, commutative=True)
+REALDIV = _binop("RealDiv", np.true_divide, _g_div)
+POW = _binop("Pow", np.power, _g_pow)
+MAXIMUM = _binop("Maximum", np.maximum, _g_max, commutative=True)
+MINIMUM = _binop("Minimum", np.minimum, _g_min, commutative=True)
+SQUARED_DIFFERENCE = op("SquaredDifference", lambda x, y: np.square(np.subtract(x, y)),
+                        make_infer_broadcast("SquaredDifference"), _g_sqdiff, elementwise=True,
+                        commutative=True)
+FLOORDIV = op("FloorDiv", np.floor_divide, make_infer_broadcast("FloorDiv"), elementwise=True,
+              numpy_ufunc=np.floor_divide)
+FLOORMOD = op("FloorMod", np.mod, make_infer_broadcast("FloorMod"), elementwise=True, numpy_ufunc=np.mod)
+
+
+def _string_add(x, y):
+    return np.char.add(x.astype(bytes), y.astype(bytes)).astype(object) if np.ndim(x) or np.ndim(y) \
+        else np.asarray(x + y, dtype=object)
+
+
+STRING_ADD = op("StringAdd", _string_add, make_infer_broadcast("StringAdd"),
+                doc="Elementwise concatenation of string tensors (`+` on strings).")
+
+
+def add(x, y, name=None):
+    x_, y_ = _string_operands(x, y)
+    if x_ is not None:
+        return execute(STRING_ADD, (x_, y_), EMPTY, name)
+    return call_binary(ADD, x, y, name)
+
+
+def _string_operands(x, y):
+    """Return converted operands if this is string concatenation, else (None, None)."""
+    is_str = lambda v: (isinstance(v, (str, bytes)) or
+                        (hasattr(v, "dtype") and getattr(v.dtype, "name", None) == "string"))
+    if is_str(x) or is_str(y):
+        return convert_to_tensor(x, "string"), convert_to_tensor(y, "string")
+    return None, None
+
+
+def subtract(x, y, name=None):
+    return call_binary(SUB, x, y, name)
+
+
+def multiply(x, y, name=None):
+    return call_binary(MUL, x, y, name)
+
+
+def _float_for_division(x, y):
+    from ._define import binary_operands
+    x, y = binary_operands(REALDIV, x, y)
+    if x.dtype.is_integer:
+        target = float32 if x.dtype.name in ("int8", "int16", "uint8") else float64
+        x, y = cast(x, target), cast(y, target)
+    return x, y
+
+
+def divide(x, y, name=None):
+    """x / y; integer inputs are cast to float first (like TensorFlow's truediv)."""
+    x, y = _float_for_division(x, y)
+    return execute(REALDIV, (x, y), EMPTY, name)
+
+
+truediv = divide
+
+
+def floordiv(x, y, name=None):
+    return call_binary(FLOORDIV, x, y, name)
+
+
+def floormod(x, y, name=None):
+    return call_binary(FLOORMOD, x, y, name)
+
+
+def pow(x, y, name=None):
+    return call_binary(POW, x, y, name)
+
+
+def maximum(x, y, name=None):
+    return call_binary(MAXIMUM, x, y, name)
+
+
+def minimum(x, y, name=None):
+    return call_binary(MINIMUM, x, y, name)
+
+
+def squared_difference(x, y, name=None):
+    return call_binary(SQUARED_DIFFERENCE, x, y, name)
+
+
+# ------------------------------------------------------------------ unary
+def _unop(name, fn, grad=None, ufunc=None, **flags):
+    return op(name, fn, infer_same, grad, elementwise=True, numpy_ufunc=ufunc or fn, **flags)
+
+
+def _sigmoid_kernel(x):
+    return np.multiply(np.add(np.tanh(np.multiply(x, 0.5, dtype=x.dtype)), 1, dtype=x.dtype), 0.5,
+                       dtype=x.dtype)
+
+
+NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)])
+ABS = _unop("Abs", np.abs, lambda op, dy: [multiply(dy, sign(op.inputs[0]))])
+SIGN = _unop("Sign", np.sign)
+EXP = _unop("Exp", np.exp, lambda op, dy: [multiply(dy, op.outputs[0])])
+EXPM1 = _unop("Expm1", np.expm1, lambda op, dy: [multiply(dy, add(op.outputs[0], 1))])
+LOG = _unop("Log", np.log, lambda op, dy: [divide(dy, op.inputs[0])])
+LOG1P = _unop("Log1p", np.log1p, lambda op, dy: [divide(dy, add(op.inputs[0], 1))])
+SQRT = _unop("Sqrt", np.sqrt, lambda op, dy: [divide(multiply(dy, 0.5), op.outputs[0])])
+RSQRT = _unop("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
+              lambda op, dy: [multiply(dy, multiply(-0.5, pow(op.outputs[0], 3)))], ufunc=None)
+SQUARE = _unop("Square", np.square, lambda op, dy: [multiply(dy, multiply(op.inputs[0], 2))])
+RECIPROCAL = _unop("Reciprocal", np.reciprocal,
+                   lambda op, dy: [negative(multiply(dy, square(op.outputs[0])))])
+SIN = _unop("Sin", np.sin, lambda op, dy: [multiply(dy, cos(op.inputs[0]))])
+COS = _unop("Cos", np.cos, lambda op, dy: [negative(multiply(dy, sin(op.inputs[0])))])
+TANH = _unop("Tanh", np.tanh, lambda op, dy: [multiply(dy, subtract(1, square(op.outputs[0])))])
+SIGMOID = _unop("Sigmoid", _sigmoid_kernel,
+                lambda op, dy: [multiply(dy, multiply(op.outputs[0], subtract(1, op.outputs[0])))], ufunc=None)
+ROUND = _unop("Round", np.round, ufunc=np.rint)
+FLOOR = _unop("Floor", np.floor)
+CEIL = _unop("Ceil", np.ceil)
+
+
+def negative(x, name=None):
+    return call_unary(NEG, x, name)
+
+
+def abs(x, name=None):  # noqa: A001 - TensorFlow's name
+    return call_unary(ABS, x, name)
+
+
+def sign(x, name=None):
+    return call_unary(SIGN, x, name)
+
+
+def exp(x, name=None):
+    return call_unary(EXP, x, name)
+
+
+def expm1(x, name=None):
+    return call_unary(EXPM1, x, name)
+
+
+def log(x, name=None):
+    return call_unary(LOG, x, name)
+
+
+def log1p(x, name=None):
+    return call_unary(LOG1P, x, name)
+
+
+def sqrt(x, name=None):
+    return call_unary(SQRT, x, name)
+
+
+def rsqrt(x, name=None):
+    return call_unary(RSQRT, x, name)
+
+
+def square(x, name=None):
+    return call_unary(SQUARE, x, name)
+
+
+def reciprocal(x, name=None):
+    return call_unary(RECIPROCAL, x, name)
+
+
+def sin(x, name=None):
+    return call_unary(SIN, x, name)
+
+
+def cos(x, name=None):
+    return call_unary(COS, x, name)
+
+
+def tanh(x, name=None):
+    return call_unary(TANH, x, name)
+
+
+def sigmoid(x, name=None):
+    return call_unary(SIGMOID, x, name)
+
+
+def round(x, name=None):  # noqa: A001 - TensorFlow's name (half to even)
+    return call_unary(ROUND, x, name)
+
+
+def floor(x, name=None):
+    return call_unary(FLOOR, x, name)
+
+
+def ceil(x, name=None):
+    return call_unary(CEIL, x, name)
+
+
+IS_NAN = op("IsNan", np.isnan, lambda s, a: [Spec(s[0].shape, bool_)], elementwise=True, numpy_ufunc=np.isnan)
+IS_FINITE = op("IsFinite", np.isfinite, lambda s, a: [Spec(s[0].shape, bool_)], elementwise=True,
+               numpy_ufunc=np.isfinite)
+
+
+def is_nan(x, name=None):
+    return call_unary(IS_NAN, x, name)
+
+
+def is_finite(x, name=None):
+    return call_unary(IS_FINITE, x, name)
+
+
+# ------------------------------------------------------------------ comparisons and logic
+def _cmp(name, fn):
+    return op(name, fn, infer_broadcast_bool, elementwise=True, numpy_ufunc=fn)
+
+
+EQUAL = _cmp("Equal", np.equal)
+NOT_EQUAL = _cmp("NotEqual", np.not_equal)
+LESS = _cmp("Less", np.less)
+LESS_EQUAL = _cmp("LessEqual", np.less_equal)
+GREATER = _cmp("Greater", np.greater)
+GREATER_EQUAL = _cmp("GreaterEqual", np.greater_equal)
+
+
+def _infer_logical(specs, attrs):
+    for s in specs:
+        if s.dtype is not bool_:
+            raise InvalidArgumentError(f"logical ops need bool tensors, got {s.dtype.name}")
+    shape = specs[0].shape if len(specs) == 1 else broadcast_shapes(specs[0].shape, specs[1].shape)
+    return [Spec(shape, bool_)]
+
+
+LOGICAL_AND = op("LogicalAnd", np.logical_and, _infer_logical, elementwise=True, commutative=True,
+                 numpy_ufunc=np.logical_and)
+LOGICAL_OR = op("LogicalOr", np.logical_or, _infer_logical, elementwise=True, commutative=True,
+                numpy_ufunc=np.logical_or)
+LOGICAL_NOT = op("LogicalNot", np.logical_not, _infer_logical, elementwise=True, numpy_ufunc=np.logical_not)
+
+
+def equal(x, y, name=None):
+    return call_binary(EQUAL, x, y, name)
+
+
+def not_equal(x, y, name=None):
+    return call_binary(NOT_EQUAL, x, y, name)
+
+
+def less(x, y, name=None):
+    return call_binary(LESS, x, y, name)
+
+
+def less_equal(x, y, name=None):
+    return call_binary(LESS_EQUAL, x, y, name)
+
+
+def greater(x, y, name=None):
+    return call_binary(GREATER, x, y, name)
+
+
+def greater_equal(x, y, name=None):
+    return call_binary(GREATER_EQUAL, x, y, name)
+
+
+def _check_bool(opdef, *ts):
+    for t in ts:
+        if t.dtype is not bool_:
+            raise InvalidArgumentError(f"{opdef.name}: expected bool tensors, got {t.dtype.name} "
+                                       f"(shape {t.shape})", op_name=opdef.name)
+
+
+def logical_and(x, y, name=None):
+    x, y = convert_to_tensor(x, dtype_hint=bool_), convert_to_tensor(y, dtype_hint=bool_)
+    _check_bool(LOGICAL_AND, x, y)
+    return execute(LOGICAL_AND, (x, y), EMPTY, name)
+
+
+def logical_or(x, y, name=None):
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    _check_bool(LOGICAL_OR, x, y)
+    return execute(LOGICAL_OR, (x, y), EMPTY, name)
+
+
+def logical_not(x, name=None):
+    x = convert_to_tensor(x)
+    _check_bool(LOGICAL_NOT, x)
+    return execute(LOGICAL_NOT, (x,), EMPTY, name)
+
+
+# ------------------------------------------------------------------ cast
+def _cast_kernel(x, dtype):
+    return np.asarray(x).astype(dtype.as_numpy_dtype)
+
+
+def _g_cast(op, dy):
+    src = op.inputs[0].dtype
+    if src.is_floating and dy.dtype.is_floating:
+        return [cast(dy, src)]
+    return [None]
+
+
+CAST = op("Cast", _cast_kernel, lambda s, a: [Spec(s[0].shape, a["dtype"])], _g_cast, elementwise=True)
+
+
+def cast(x, dtype, name=None):
+    """Convert `x` to `dtype` (floats to ints truncate toward zero, like TensorFlow)."""
+    dt = as_dtype(dtype)
+    x = convert_to_tensor(x)
+    if x.dtype is dt:
+        return x
+    if dt.is_string or x.dtype.is_string:
+        raise InvalidArgumentError(f"Cast: cannot cast {x.dtype.name} to {dt.name}", op_name="Cast")
+    return execute(CAST, (x,), {"dtype": dt}, name)
+
+
+# ------------------------------------------------------------------ matmul
+def _matmul_kernel(a, b, transpose_a=False, transpose_b=False):
+    if transpose_a:
+        a = np.swapaxes(a, -1, -2)
+    if transpose_b:
+        b = np.swapaxes(b, -1, -2)
+    return np.matmul(a, b)
+
+
+def _infer_matmul(specs, attrs):
+    a, b = specs
+    if a.dtype is not b.dtype:
+        raise InvalidArgumentError(f"MatMul: dtypes differ: {a.dtype.name} and {b.dtype.name}", op_name="MatMul")
+    if a.shape is None or b.shape is None:
+        return [Spec(None, a.dtype)]
+    if len(a.shape) < 2 or len(b.shape) < 2:
+        raise InvalidArgumentError(f"MatMul: both inputs must have rank >= 2, got shapes {list(a.shape)} and "
+                                   f"{list(b.shape)}", op_name="MatMul")
+    m, ka = (a.shape[-1], a.shape[-2]) if attrs.get("transpose_a") else (a.shape[-2], a.shape[-1])
+    kb, n = (b.shape[-1], b.shape[-2]) if attrs.get("transpose_b") else (b.shape[-2], b.shape[-1])
+    if ka is not None and kb is not None and ka != kb:
+        raise InvalidArgumentError(
+            f"MatMul: inner dimensions differ: a {list(a.shape)} (transpose_a={bool(attrs.get('transpose_a'))}) "
+            f"and b {list(b.shape)} (transpose_b={bool(attrs.get('transpose_b'))}) give {ka} != {kb}",
+            op_name="MatMul")
+    batch = broadcast_shapes(a.shape[:-2], b.shape[:-2], "MatMul")
+    return [Spec(tuple(batch) + (m, n), a.dtype)]
+
+
+def _g_matmul(op, dy):
+    a, b = op.inputs
+    ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
+    if not ta and not tb:
+        da, db = matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)
+    elif ta and not tb:
+        da, db = matmul(b, dy, transpose_b=True), matmul(a, dy)
+    elif not ta and tb:
+        da, db = matmul(dy, b), matmul(dy, a, transpose_a=True)
+    else:
+        da, db = matmul(b, dy, transpose_a=True, transpose_b=True), matmul(dy, a, transpose_a=True,
+                                                                            transpose_b=True)
+    return [sum_to_like(da, a), sum_to_like(db, b)]
+
+
+MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul)
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
+    """Matrix product of the last two dims (batched over leading dims)."""
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    if a.dtype is not b.dtype:
+        raise InvalidArgumentError(f"MatMul: cannot multiply a {a.dtype.name} matrix {a.shape} by a "
+                                   f"{b.dtype.name} matrix {b.shape}; cast one of them", op_name="MatMul")
+    if a._is_symbolic or b._is_symbolic:
+        _infer_matmul([Spec(a.shape.dims, a.dtype), Spec(b.shape.dims, b.dtype)],
+                      {"transpose_a": transpose_a, "transpose_b": transpose_b})
+    elif a.ndim < 2 or b.ndim < 2 or (a.shape[-1 if not transpose_a else -2] !=
+                                      b.shape[-2 if not transpose_b else -1]):
+        _infer_matmul([Spec(a.shape.dims, a.dtype), Spec(b.shape.dims, b.dtype)],
+                      {"transpose_a": transpose_a, "transpose_b": transpose_b})
+    return execute(MATMUL, (a, b), {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)}, name)
+
+
+# ------------------------------------------------------------------ n-ary
+def _add_n_kernel(*xs):
+    out = np.add(xs[0], xs[1]) if len(xs) > 1 else np.array(xs[0])
+    for x in xs[2:]:
+        out = np.add(out, x)
+    return out
+
+
+ADD_N = op("AddN", _add_n_kernel, lambda specs, attrs: [Spec(specs[0].shape, specs[0].dtype)],
+           lambda op, dy: [dy for _ in op.inputs], commutative=True)
+
+
+def add_n(inputs, name=None):
+    """Sum of a list of tensors of the same shape and dtype."""
+    ts = [convert_to_tensor(t) for t in inputs]
+    if not ts:
+        raise InvalidArgumentError("add_n: needs at least one input", op_name="AddN")
+    for t in ts[1:]:
+        if t.dtype is not ts[0].dtype or not t.shape.is_compatible_with(ts[0].shape):
+            raise InvalidArgumentError(
+                f"AddN: all inputs must have the same shape and dtype, got {describe(ts)}", op_name="AddN")
+    if len(ts) == 1:
+        return ts[0]
+    return execute(ADD_N, tuple(ts), EMPTY, name)
+
+
+def describe(ts):
+    return ", ".join(f"{t.dtype.name}{t.shape}" for t in ts)
+
+
+def _g_clip(op, dy):
+    x, lo, hi = op.inputs
+    inside = cast(logical_and(greater_equal(x, lo), less_equal(x, hi)), dy.dtype)
+    below = cast(less(x, lo), dy.dtype)
+    above = cast(greater(x, hi), dy.dtype)
+    return [multiply(dy, inside), sum_to_like(multiply(dy, below), lo), sum_to_like(multiply(dy, above), hi)]
+
+
+CLIP = op("ClipByValue", lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+          lambda s, a: [Spec(s[0].shape, s[0].dtype)], _g_clip, elementwise=True)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    t = convert_to_tensor(t)
+    from ..convert import operand
+    lo, hi = operand(clip_value_min, t), operand(clip_value_max, t)
+    from ._define import check_same_dtype
+    check_same_dtype(CLIP, t, lo)
+    check_same_dtype(CLIP, t, hi)
+    return execute(CLIP, (t, lo, hi), EMPTY, name)

@@ -1,0 +1,231 @@
+"""Reductions (`reduce_sum` ... `argmin`) and their gradient helper `ReduceGrad`.
+
+`axis` is an attribute (tuple of ints or None = all axes); negative axes are
+allowed.  Integer `reduce_mean` truncates, like TensorFlow.  `ReduceGrad(dy, x)`
+expands a reduced gradient back to `x`'s shape (divided by the number of
+reduced elements for means); being a primitive with its own gradient keeps the
+reduction gradients free of dynamic-shape arithmetic.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..convert import convert_to_tensor
+from ..dispatch import execute
+from ..dtypes import bool_, int32, int64, as_dtype
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ._define import EMPTY, as_attr_tuple
+
+__all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
+           "reduce_all", "argmax", "argmin", "reduce_logsumexp"]
+
+
+def _axes(axis, ndim):
+    if axis is None:
+        return tuple(range(ndim))
+    return tuple(a % ndim if ndim else 0 for a in axis)
+
+
+def _infer_reduce(specs, attrs, dtype=None):
+    s = specs[0]
+    out_dtype = dtype or s.dtype
+    if s.shape is None:
+        return [Spec(None, out_dtype)]
+    rank = len(s.shape)
+    axis = attrs.get("axis")
+    if axis is not None:
+        for a in axis:
+            if not -rank <= a < max(rank, 1):
+                raise InvalidArgumentError(f"reduction axis {a} is out of range for a tensor of shape "
+                                           f"{list(s.shape)}")
+    axes = set(_axes(axis, rank))
+    if attrs.get("keepdims"):
+        shape = tuple(1 if i in axes else d for i, d in enumerate(s.shape))
+    else:
+        shape = tuple(d for i, d in enumerate(s.shape) if i not in axes)
+    return [Spec(shape, out_dtype)]
+
+
+def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
+    xs = np.shape(x)
+    axes = _axes(axis, len(xs))
+    if not keepdims:
+        dy = np.expand_dims(dy, axes) if axes else dy
+    out = np.broadcast_to(dy, xs)
+    if mean:
+        n = 1
+        for a in axes:
+            n *= xs[a]
+        out = out / np.asarray(max(n, 1), dtype=np.result_type(dy))
+        return out.astype(np.result_type(dy), copy=False)
+    return np.array(out)
+
+
+def _g_reduce_grad(op, g):
+    axis, keepdims = op.get_attr("axis"), op.get_attr("keepdims")
+    fn = reduce_mean if op.get_attr("mean") else reduce_sum
+    return [fn(g, axis=axis, keepdims=keepdims), None]
+
+
+REDUCE_GRAD = op("ReduceGrad", _reduce_grad_kernel, lambda s, a: [Spec(s[1].shape, s[0].dtype)],
+                 _g_reduce_grad, doc="Broadcast a reduced gradient back to the input's shape.")
+
+
+def reduce_grad(dy, x, axis, keepdims, mean=False):
+    return execute(REDUCE_GRAD, (dy, x), {"axis": axis, "keepdims": keepdims, "mean": mean})
+
+
+def _g_sum(op, dy):
+    return [reduce_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))]
+
+
+def _g_mean(op, dy):
+    return [reduce_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"), mean=True)]
+
+
+def _g_extreme(op, dy):
+    from .math import cast, equal, multiply, divide
+    x, y = op.inputs[0], op.outputs[0]
+    axis, keepdims = op.get_attr("axis"), op.get_attr("keepdims")
+    mask = cast(equal(x, reduce_grad(y, x, axis, keepdims)), dy.dtype)
+    count = reduce_grad(reduce_sum(mask, axis=axis, keepdims=keepdims), x, axis, keepdims)
+    return [divide(multiply(mask, reduce_grad(dy, x, axis, keepdims)), count)]
+
+
+def _g_prod(op, dy):
+    from .math import multiply, divide
+    x, y = op.inputs[0], op.outputs[0]
+    axis, keepdims = op.get_attr("axis"), op.get_attr("keepdims")
+    return [multiply(reduce_grad(dy, x, axis, keepdims), divide(reduce_grad(y, x, axis, keepdims), x))]
+
+
+def _sum_kernel(x, axis=None, keepdims=False):
+    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+def _mean_kernel(x, axis=None, keepdims=False):
+    if x.dtype.kind in "iu":
+        s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
+        n = x.size // max(np.size(s), 1) if x.size else 1
+        return (np.trunc(s / max(n, 1))).astype(x.dtype)
+    return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+
+
+def _extreme_kernel(fn):
+    def kernel(x, axis=None, keepdims=False):
+        if x.size == 0:
+            raise ValueError(f"cannot reduce an empty tensor of shape {x.shape} with {fn.__name__}")
+        return fn(x, axis=axis, keepdims=keepdims)
+    return kernel
+
+
+SUM = op("Sum", _sum_kernel, _infer_reduce, _g_sum)
+MEAN = op("Mean", _mean_kernel, _infer_reduce, _g_mean)
+MAX = op("Max", _extreme_kernel(np.max), _infer_reduce, _g_extreme)
+MIN = op("Min", _extreme_kernel(np.min), _infer_reduce, _g_extreme)
+PROD = op("Prod", lambda x, axis=None, keepdims=False: np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype),
+          _infer_reduce, _g_prod)
+ANY = op("Any", lambda x, axis=None, keepdims=False: np.any(x, axis=axis, keepdims=keepdims), _infer_reduce)
+ALL = op("All", lambda x, axis=None, keepdims=False: np.all(x, axis=axis, keepdims=keepdims), _infer_reduce)
+
+
+def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
+    x = convert_to_tensor(x)
+    if need_bool and x.dtype is not bool_:
+        raise InvalidArgumentError(f"{opdef.name}: expected a bool tensor, got {x.dtype.name}", op_name=opdef.name)
+    if not need_bool and x.dtype is bool_ and opdef is not MAX and opdef is not MIN:
+        raise InvalidArgumentError(f"{opdef.name}: cannot reduce a bool tensor; cast it first",
+                                   op_name=opdef.name)
+    axis_t = as_attr_tuple(axis, "axis")
+    attrs = {"axis": axis_t, "keepdims": bool(keepdims)}
+    rank = x.shape.rank
+    if rank is not None and axis_t is not None:
+        for a in axis_t:
+            if not -rank <= a < max(rank, 1):
+                raise InvalidArgumentError(
+                    f"{opdef.name}: axis {a} is out of range for a tensor of shape {x.shape} (rank {rank})",
+                    op_name=opdef.name)
+        attrs["axis"] = tuple(sorted(set(a % rank if rank else 0 for a in axis_t)))
+    return execute(opdef, (x,), attrs, name)
+
+
+def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(SUM, input_tensor, axis, keepdims, name)
+
+
+def reduce_mean(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(MEAN, input_tensor, axis, keepdims, name)
+
+
+def reduce_max(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(MAX, input_tensor, axis, keepdims, name)
+
+
+def reduce_min(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(MIN, input_tensor, axis, keepdims, name)
+
+
+def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(PROD, input_tensor, axis, keepdims, name)
+
+
+def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(ANY, input_tensor, axis, keepdims, name, need_bool=True)
+
+
+def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
+    return _reduce(ALL, input_tensor, axis, keepdims, name, need_bool=True)
+
+
+def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
+    """log(sum(exp(x))) computed stably (composite)."""
+    from .math import add, exp, log, subtract
+    from .constant import stop_gradient
+    m = stop_gradient(reduce_max(input_tensor, axis=axis, keepdims=True))
+    s = reduce_sum(exp(subtract(input_tensor, m)), axis=axis, keepdims=True)
+    out = add(log(s), m)
+    if not keepdims:
+        from .array import squeeze
+        out = squeeze(out, axis=as_attr_tuple(axis) if axis is not None else None)
+    return out
+
+
+def _infer_arg(specs, attrs):
+    s = specs[0]
+    if s.shape is None:
+        return [Spec(None, attrs["output_type"])]
+    axis = attrs["axis"] % max(len(s.shape), 1)
+    return [Spec(tuple(d for i, d in enumerate(s.shape) if i != axis), attrs["output_type"])]
+
+
+def _arg_kernel(fn):
+    def kernel(x, axis, output_type):
+        if x.shape[axis] == 0:
+            raise ValueError(f"cannot take {fn.__name__} along an empty axis of shape {x.shape}")
+        return fn(x, axis=axis).astype(output_type.as_numpy_dtype)
+    return kernel
+
+
+ARGMAX = op("ArgMax", _arg_kernel(np.argmax), _infer_arg)
+ARGMIN = op("ArgMin", _arg_kernel(np.argmin), _infer_arg)
+
+
+def _arg(opdef, x, axis, output_type, name):
+    x = convert_to_tensor(x)
+    rank = x.shape.rank
+    axis = 0 if axis is None else int(axis)
+    if rank is not None and not -rank <= axis < max(rank, 1):
+        raise InvalidArgumentError(f"{opdef.name}: axis {axis} is out of range for shape {x.shape}",
+                                   op_name=opdef.name)
+    if rank:
+        axis %= rank
+    return execute(opdef, (x,), {"axis": axis, "output_type": as_dtype(output_type)}, name)
+
+
+def argmax(input, axis=None, output_type=int64, name=None):
+    return _arg(ARGMAX, input, axis, output_type, name)
+
+
+def argmin(input, axis=None, output_type=int64, name=None):
+    return _arg(ARGMIN, input, axis, output_type, name)

@@ -1,0 +1,108 @@
+"""`optimizers.SGD` and `optimizers.Adam`: update variables from gradients.
+
+Updates are written with variable assign ops, so an optimizer step works
+eagerly, in a graph (`Session.run` of the returned update) and inside a traced
+function.  Slot variables (momentum, Adam moments) are created on first use.
+"""
+from __future__ import annotations
+
+from . import context as _context
+from .convert import constant
+from .errors import InvalidArgumentError
+from .ops import math as _m
+from .ops.array import zeros_like
+from .variables import Variable
+
+
+class Optimizer:
+    def __init__(self, learning_rate, name):
+        self.learning_rate = learning_rate
+        self._name = name
+        self._slots: dict = {}
+        self.iterations = None
+
+    def _slot(self, var, kind):
+        key = (id(var), kind)
+        s = self._slots.get(key)
+        if s is None:
+            with _context.init_scope():
+                s = Variable(zeros_like(constant(var.numpy()) if var.is_initialized() else
+                                        constant(0, var.dtype, var.shape.as_list())),
+                             trainable=False, name=f"{self._name}/{kind}")
+            self._slots[key] = (var, s)
+            return s
+        return s[1]
+
+    def _lr(self, var):
+        lr = self.learning_rate() if callable(self.learning_rate) else self.learning_rate
+        return lr
+
+    def _iterations(self):
+        if self.iterations is None:
+            with _context.init_scope():
+                self.iterations = Variable(constant(0, "int64"), trainable=False, name=f"{self._name}/iter")
+        return self.iterations
+
+    def apply_gradients(self, grads_and_vars):
+        """Apply one update per (gradient, variable) pair; None gradients are skipped."""
+        pairs = list(grads_and_vars)
+        if not pairs:
+            raise ValueError("apply_gradients: no (gradient, variable) pairs were given")
+        if all(g is None for g, _ in pairs):
+            raise ValueError(f"apply_gradients: no gradients provided for any variable: "
+                             f"{[v.name for _, v in pairs]}")
+        for g, v in pairs:
+            if not getattr(v, "_is_variable", False):
+                raise InvalidArgumentError(f"apply_gradients expects (gradient, Variable) pairs, got "
+                                           f"{type(v).__name__}")
+        updates = [self._apply(g, v) for g, v in pairs if g is not None]
+        it = self._iterations().assign_add(constant(1, "int64"))
+        return updates + [it]
+
+    def minimize(self, loss, var_list, tape):
+        grads = tape.gradient(loss, var_list)
+        return self.apply_gradients(zip(grads, var_list))
+
+
+class SGD(Optimizer):
+    """Gradient descent, optionally with momentum (TensorFlow's formulation)."""
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        super().__init__(learning_rate, name)
+        if momentum < 0:
+            raise ValueError(f"SGD: momentum must be >= 0, got {momentum}")
+        self.momentum = momentum
+        self.nesterov = nesterov
+
+    def _apply(self, g, v):
+        lr = _m.cast(self._lr(v), v.dtype) if not isinstance(self._lr(v), (int, float)) else self._lr(v)
+        if not self.momentum:
+            return v.assign_sub(_m.multiply(g, lr))
+        m = self._slot(v, "momentum")
+        new_m = _m.subtract(_m.multiply(m, self.momentum), _m.multiply(g, lr))
+        m.assign(new_m)
+        if self.nesterov:
+            return v.assign_add(_m.subtract(_m.multiply(new_m, self.momentum), _m.multiply(g, lr)))
+        return v.assign_add(new_m)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), with TensorFlow's default epsilon 1e-7."""
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name="Adam"):
+        super().__init__(learning_rate, name)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+
+    def _apply(self, g, v):
+        m, s = self._slot(v, "m"), self._slot(v, "v")
+        t = _m.cast(_m.add(self._iterations().value(), constant(1, "int64")), v.dtype)
+        lr = self._lr(v)
+        b1, b2 = self.beta_1, self.beta_2
+        new_m = _m.add(_m.multiply(m, b1), _m.multiply(g, 1 - b1))
+        new_s = _m.add(_m.multiply(s, b2), _m.multiply(_m.square(g), 1 - b2))
+        m.assign(new_m)
+        s.assign(new_s)
+        one = constant(1, v.dtype)
+        alpha = _m.divide(_m.multiply(_m.sqrt(_m.subtract(one, _m.pow(constant(b2, v.dtype), t))), lr),
+                          _m.subtract(one, _m.pow(constant(b1, v.dtype), t)))
+        return v.assign_sub(_m.divide(_m.multiply(new_m, alpha), _m.add(_m.sqrt(new_s), self.epsilon)))

@@ -1,0 +1,93 @@
+"""The op registry: every primitive op is declared here exactly once.
+
+An `OpDef` holds everything any layer needs to know about an op:
+
+- `name`: TensorFlow's op type name (`AddV2`, `MatMul`, ...).
+- `kernel(*arrays, **attrs)`: the NumPy implementation.  Returns one array, or
+  a tuple of arrays when `num_outputs != 1`.
+- `infer(specs, attrs) -> list[Spec]`: static shape and dtype inference.  Each
+  input `Spec` has `.shape` (tuple with None for unknown dims, or None for
+  unknown rank), `.dtype` (DType) and `.value` (the NumPy value when the input
+  is a known constant, else None).  Raise `InvalidArgumentError` on misuse.
+- `grad(op, *output_grads) -> list`: the gradient rule, written with the public
+  ops, so the same rule builds eager and symbolic gradients.  `op` offers
+  `.inputs`, `.outputs`, `.attrs` and `.get_attr(name)`.  Returns one entry per
+  input (a Tensor or None).  Output grads that are missing are zeros.
+- flags: `stateful` (never folded, merged, pruned when it is a target, or
+  reordered), `differentiable` (False: gradients through it are None),
+  `elementwise` and `commutative` (for the optimizer and fusion).
+
+Imports only `errors` and `dtypes`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from .errors import InvalidArgumentError
+
+
+@dataclass(eq=False)
+class Spec:
+    """Static description of one value: shape (tuple/None), dtype, constant value."""
+
+    shape: Optional[tuple]
+    dtype: Any
+    value: Any = None
+
+    def __repr__(self):
+        return f"Spec({self.shape}, {self.dtype})"
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    kernel: Callable
+    infer: Callable
+    grad: Optional[Callable] = None
+    num_outputs: int = 1
+    stateful: bool = False
+    differentiable: bool = True
+    elementwise: bool = False
+    commutative: bool = False
+    numpy_ufunc: Any = None          # the ufunc behind an elementwise kernel, for fusion
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        return f"<OpDef {self.name}>"
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def register(opdef: OpDef) -> OpDef:
+    """Add an op to the registry; each name may be registered once."""
+    if opdef.name in _REGISTRY:
+        raise ValueError(f"op {opdef.name!r} is already registered")
+    if opdef.differentiable and opdef.grad is None:
+        raise ValueError(f"op {opdef.name!r} is differentiable but declares no gradient rule")
+    _REGISTRY[opdef.name] = opdef
+    return opdef
+
+
+def op(name: str, kernel: Callable, infer: Callable, grad: Optional[Callable] = None, **flags) -> OpDef:
+    """Declare and register an op in one call: `ADD = op("AddV2", np.add, infer_broadcast, grad_add)`."""
+    if grad is None and "differentiable" not in flags:
+        flags["differentiable"] = False
+    return register(OpDef(name=name, kernel=kernel, infer=infer, grad=grad, **flags))
+
+
+def get(name: str) -> OpDef:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise InvalidArgumentError(f"unknown op type {name!r}") from None
+
+
+def lookup(name: str) -> Optional[OpDef]:
+    return _REGISTRY.get(name)
+
+
+def all_ops() -> list[OpDef]:
+    return list(_REGISTRY.values())

@@ -1,0 +1,189 @@
+"""`GradientTape`: records ops on watched values and differentiates them.
+
+Recording happens in `dispatch.execute` (eager and graph-building alike) via
+`tape_state.record`, so a tape works inside traced functions too.  Variables
+are sources through their reads: each `ReadVariableOp` output of a watched
+variable is mapped back to the variable.  Nested tapes work because gradient
+computation runs through the public ops, which the outer tapes record.
+"""
+from __future__ import annotations
+
+import contextlib
+
+from . import nest, tape_state
+from .backprop import backprop
+from .convert import convert_to_tensor
+from .errors import InvalidArgumentError
+from .tensor import Tensor
+
+
+def _is_variable(x) -> bool:
+    return getattr(x, "_is_variable", False)
+
+
+class GradientTape:
+    """Record operations for automatic differentiation (see API.md)."""
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = persistent
+        self._watch_accessed = watch_accessed_variables
+        self._reset()
+        self._recording = False
+        self._used = False
+
+    def _reset(self):
+        self._entries: list = []
+        self._tracked: set = set()
+        self._keep: list = []            # watched tensors kept alive so ids stay valid
+        self._watched_vars: dict = {}    # id(var) -> var
+        self._var_reads: dict = {}       # id(var) -> [read output tensors]
+
+    # -- context management ------------------------------------------------
+    def __enter__(self):
+        if self._recording:
+            raise ValueError("this GradientTape is already recording")
+        self._recording = True
+        tape_state.push(self)
+        return self
+
+    def __exit__(self, *exc):
+        self._recording = False
+        tape_state.remove(self)
+        return False
+
+    @contextlib.contextmanager
+    def stop_recording(self):
+        """Temporarily stop recording ops on this tape."""
+        if not self._recording:
+            raise ValueError("stop_recording() can only be used while the tape is recording")
+        tape_state.remove(self)
+        try:
+            yield
+        finally:
+            tape_state.push(self)
+
+    def reset(self):
+        """Forget everything recorded so far."""
+        self._reset()
+
+    # -- watching ---------------------------------------------------------
+    def watch(self, tensor):
+        """Track a tensor, variable, or nested structure of them."""
+        for t in nest.flatten(tensor):
+            if _is_variable(t):
+                self._watched_vars[id(t)] = t
+            elif isinstance(t, Tensor):
+                if not (t.dtype.is_floating):
+                    continue  # like TF: non-float tensors cannot carry gradients
+                self._tracked.add(id(t))
+                self._keep.append(t)
+            else:
+                raise TypeError(f"GradientTape.watch: expected tensors or variables, got {type(t).__name__}")
+
+    def watched_variables(self):
+        return tuple(self._watched_vars.values())
+
+    def _maybe_record(self, opdef, inputs, attrs, outputs):
+        var = attrs.get("var") if opdef.name == "ReadVariableOp" else None
+        if var is not None:
+            if id(var) not in self._watched_vars:
+                if not (self._watch_accessed and var.trainable):
+                    return
+                self._watched_vars[id(var)] = var
+            self._var_reads.setdefault(id(var), []).append(outputs[0])
+            self._tracked.add(id(outputs[0]))
+            return
+        tracked = self._tracked
+        for t in inputs:
+            if id(t) in tracked:
+                break
+        else:
+            return
+        self._entries.append(tape_state.TapeEntry(opdef, inputs, outputs, attrs))
+        for o in outputs:
+            tracked.add(id(o))
+
+    # -- differentiation ----------------------------------------------------
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """d(sum of target)/d(sources), same structure as `sources`."""
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
+                               "gradients; use GradientTape(persistent=True) to call gradient() again.")
+        was_recording = self._recording
+        if was_recording:
+            tape_state.remove(self)
+        try:
+            result = self._gradient(target, sources, output_gradients, unconnected_gradients)
+        finally:
+            if was_recording:
+                tape_state.push(self)
+        if not self._persistent:
+            self._used = True
+            self._reset()
+        return result
+
+    def _gradient(self, target, sources, output_gradients, unconnected):
+        from .ops.array import ones_like, zeros_like
+        targets = [convert_to_tensor(t) for t in nest.flatten(target)]
+        if output_gradients is None:
+            tgrads = [ones_like(t) for t in targets]
+        else:
+            tgrads = [convert_to_tensor(g, dtype=t.dtype) for g, t in zip(nest.flatten(output_gradients), targets)]
+            if len(tgrads) != len(targets):
+                raise ValueError(f"output_gradients has {len(tgrads)} entries for {len(targets)} targets")
+        flat_sources = nest.flatten(sources)
+        groups = []
+        for s in flat_sources:
+            if _is_variable(s):
+                groups.append([id(t) for t in self._var_reads.get(id(s), [])])
+            elif isinstance(s, Tensor):
+                groups.append([id(s)])
+            else:
+                raise TypeError(f"GradientTape.gradient: sources must be tensors or variables, got "
+                                f"{type(s).__name__}")
+        grads = backprop(self._entries, targets, tgrads, groups)
+        out = []
+        for s, g in zip(flat_sources, grads):
+            if g is None and unconnected == "zero":
+                g = zeros_like(s.value() if _is_variable(s) else s)
+            out.append(g)
+        return nest.pack_sequence_as(sources, out)
+
+    def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=False):
+        """Full Jacobian: result[i] has shape target.shape + source_i.shape."""
+        import numpy as np
+        from .convert import constant
+        from .ops.array import reshape, stack, zeros
+        target = convert_to_tensor(target)
+        if not target.shape.is_fully_defined():
+            raise InvalidArgumentError(f"jacobian needs a target with a fully known shape, got {target.shape}")
+        n = target.shape.num_elements()
+        flat_sources = nest.flatten(sources)
+        rows = [[] for _ in flat_sources]
+        persistent, self._persistent = self._persistent, True
+        try:
+            for i in range(n):
+                seed = constant(np.eye(1, n, i, dtype=target.dtype.as_numpy_dtype).reshape(
+                    target.shape.as_list()))
+                gs = self.gradient(target, flat_sources, output_gradients=seed,
+                                   unconnected_gradients=unconnected_gradients)
+                for r, g in zip(rows, gs):
+                    r.append(g)
+        finally:
+            self._persistent = persistent
+        out = []
+        tshape = target.shape.as_list()
+        for s, r in zip(flat_sources, rows):
+            sval = s.value() if _is_variable(s) else s
+            if any(g is None for g in r):
+                out.append(None if unconnected_gradients == "none" else zeros(tshape + sval.shape.as_list(),
+                                                                                sval.dtype))
+                continue
+            st = stack(r) if r else zeros([0] + sval.shape.as_list(), sval.dtype)
+            out.append(reshape(st, tshape + sval.shape.as_list()))
+        if not self._persistent:
+            self._used = True
+            self._reset()
+        return nest.pack_sequence_as(sources, out)

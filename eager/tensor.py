@@ -1,0 +1,161 @@
+"""`Tensor`: the user-visible value type, eager or symbolic.
+
+An eager tensor wraps an immutable NumPy value (`_value`; never mutated after
+creation, so reads share memory safely).  A symbolic tensor (subclass defined in
+`graph_runtime`) sets `_value = None`, `_is_symbolic = True` and carries its
+static shape, dtype and producing op.  Operators (`+`, `@`, `[]`, ...) are
+installed by `tensor_operators`, which calls the public ops, so both kinds
+dispatch through the same single entry point.  Imports dtypes/shape/errors.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .dtypes import dtype_of_array, DType
+from .errors import OperatorNotAllowedInGraphError
+from .shape import TensorShape
+
+
+class Tensor:
+    """A multi-dimensional array with a dtype and shape (see API.md)."""
+
+    __slots__ = ("_value", "__weakref__")
+    _is_symbolic = False
+    __array_priority__ = 100  # make ndarray + Tensor call Tensor.__radd__
+
+    def __init__(self, value):
+        self._value = value
+
+    # --- description -------------------------------------------------------
+    @property
+    def dtype(self) -> DType:
+        return dtype_of_array(self._value)
+
+    @property
+    def shape(self) -> TensorShape:
+        return TensorShape(self._value.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def name(self):
+        raise AttributeError("Tensor.name is meaningless when executing eagerly")
+
+    @property
+    def device(self) -> str:
+        return "/cpu:0"
+
+    def get_shape(self) -> TensorShape:
+        return self.shape
+
+    def numpy(self):
+        """The value as a NumPy array (a NumPy scalar for rank 0). Do not mutate it."""
+        return self._value
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self._value)
+        if dtype is not None:
+            a = a.astype(dtype)
+        return a
+
+    def ref(self) -> "TensorRef":
+        return TensorRef(self)
+
+    # --- Python protocol ------------------------------------------------
+    __hash__ = None  # tensors compare elementwise, so they cannot be hashed: use .ref()
+
+    def _python_value(self, what: str):
+        if self._is_symbolic:
+            raise OperatorNotAllowedInGraphError(
+                f"Using a symbolic Tensor as a Python {what} is not allowed: the value is only known "
+                f"when the graph runs. Use eager.cond / eager.while_loop, or let autograph convert the "
+                f"Python control flow (function(autograph=True)).")
+        return self._value
+
+    def __bool__(self):
+        v = self._python_value("bool")
+        if np.size(v) != 1:
+            raise ValueError(
+                f"The truth value of a tensor with {np.size(v)} elements (shape {tuple(np.shape(v))}) "
+                f"is ambiguous. Use reduce_any or reduce_all.")
+        return bool(np.reshape(v, ()))
+
+    def __len__(self):
+        if self._is_symbolic:
+            d = self.shape[0] if self.shape.rank else None
+            if d is None:
+                raise TypeError(f"len() of a symbolic tensor with unknown first dimension (shape {self.shape}); "
+                                f"use eager.shape(x)[0]")
+            return d
+        if self._value.ndim == 0:
+            raise TypeError("len() of unsized object (a scalar tensor)")
+        return len(self._value)
+
+    def __iter__(self):
+        if self._is_symbolic:
+            raise OperatorNotAllowedInGraphError(
+                "Iterating over a symbolic Tensor is not allowed: use eager.unstack for a known first "
+                "dimension, or let autograph convert the for loop (function(autograph=True)).")
+        if self._value.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (Tensor(np.asarray(row)) if isinstance(row, np.ndarray) else Tensor(row) for row in self._value)
+
+    def __float__(self):
+        return float(self._python_value("float"))
+
+    def __int__(self):
+        return int(self._python_value("int"))
+
+    def __index__(self):
+        v = self._python_value("index")
+        if not dtype_of_array(np.asarray(v)).is_integer:
+            raise TypeError(f"only integer tensors can be used as an index, got {self.dtype.name}")
+        return int(v)
+
+    def __complex__(self):
+        return complex(self._python_value("complex"))
+
+    def __repr__(self):
+        v = self._value
+        return f"<Tensor: shape={tuple(np.shape(v))}, dtype={self.dtype.name}, numpy={np.asarray(v)!r}>"
+
+    def __str__(self):
+        return f"Tensor({np.asarray(self._value)}, shape={tuple(np.shape(self._value))}, dtype={self.dtype.name})"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class TensorRef:
+    """Hashable reference to a tensor (identity semantics), from `Tensor.ref()`."""
+
+    __slots__ = ("_tensor",)
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def deref(self):
+        return self._tensor
+
+    def __hash__(self):
+        return id(self._tensor)
+
+    def __eq__(self, other):
+        return isinstance(other, TensorRef) and other._tensor is self._tensor
+
+    def __repr__(self):
+        return f"<Reference wrapping {self._tensor!r}>"
+
+
+def is_tensor(x) -> bool:
+    return isinstance(x, Tensor)
+
+
+def is_symbolic(x) -> bool:
+    """True for a graph tensor whose value is only known when the graph runs."""
+    return isinstance(x, Tensor) and x._is_symbolic

@@ -1,0 +1,224 @@
+"""`Variable`: mutable state, read and written only through registered ops.
+
+Storage is `Variable._value` (a NumPy array, replaced on every assign, never
+mutated in place, so earlier reads stay valid snapshots).  `ReadVariableOp` and
+`Assign*VariableOp` are stateful ops whose attribute `var` is the variable, so
+the same ops run eagerly, in graphs and in traced functions.  In a graph the
+context's `create_variable(var, initial_value)` decides how initialization
+happens (graph_runtime adds an initializer op; tracing lifts it).  A failed
+assign (wrong shape or dtype) raises before anything is changed.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from . import context as _context
+from .convert import convert_to_tensor, constant, to_array
+from .dispatch import execute
+from .dtypes import as_dtype
+from .errors import FailedPreconditionError, InvalidArgumentError
+from .registry import Spec, op
+from .shape import TensorShape, as_shape
+from .tensor import Tensor, TensorRef
+
+_ids = itertools.count(1)
+
+
+def _read_kernel(var):
+    v = var._value
+    if v is None:
+        raise FailedPreconditionError(
+            f"Attempting to use uninitialized value {var.name}: run its initializer "
+            f"(global_variables_initializer()) first", op_name="ReadVariableOp")
+    return v
+
+
+def _check_assignable(var, value, opname):
+    if value.dtype != var._dtype.np_dtype:
+        raise InvalidArgumentError(f"{opname}: cannot assign a {as_dtype(value.dtype).name} value to variable "
+                                   f"{var.name} of dtype {var._dtype.name}", op_name=opname)
+    if not var._shape.is_compatible_with(np.shape(value)):
+        raise InvalidArgumentError(f"{opname}: cannot assign a value of shape {list(np.shape(value))} to "
+                                   f"variable {var.name} of shape {var._shape}", op_name=opname)
+
+
+def _assign_kernel(value, var):
+    _check_assignable(var, value, "AssignVariableOp")
+    var._value = value
+    return value
+
+
+def _update_kernel(fn, opname):
+    def kernel(delta, var):
+        old = _read_kernel(var)
+        new = fn(old, delta)
+        if np.shape(new) != np.shape(old):
+            raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match variable "
+                                       f"{var.name} of shape {list(np.shape(old))}", op_name=opname)
+        var._value = new.astype(old.dtype, copy=False) if hasattr(new, "astype") else new
+        return var._value
+    return kernel
+
+
+def _infer_read(specs, attrs):
+    v = attrs["var"]
+    return [Spec(v._shape.dims, v._dtype)]
+
+
+READ = op("ReadVariableOp", _read_kernel, _infer_read, lambda op, *dy: [], stateful=True)
+ASSIGN = op("AssignVariableOp", _assign_kernel, _infer_read, stateful=True)
+ASSIGN_ADD = op("AssignAddVariableOp", _update_kernel(np.add, "AssignAddVariableOp"), _infer_read,
+                stateful=True)
+ASSIGN_SUB = op("AssignSubVariableOp", _update_kernel(np.subtract, "AssignSubVariableOp"), _infer_read,
+                stateful=True)
+
+
+class Variable:
+    """A mutable tensor-valued container (see API.md)."""
+
+    _is_variable = True
+    __array_priority__ = 100
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None):
+        if initial_value is None:
+            raise ValueError("Variable: initial_value must be given")
+        self._name = _context.current_name_scope() + (name or "Variable")
+        self._unique_id = next(_ids)
+        self.trainable = bool(trainable)
+        self.initializer = None
+        ctx = _context.current()
+        if callable(initial_value) and not isinstance(initial_value, Tensor):
+            with _context.init_scope() if ctx.is_eager else _nullcontext():
+                initial_value = initial_value()
+        init = convert_to_tensor(initial_value, dtype=dtype) if not isinstance(initial_value, Tensor) or \
+            dtype is None else _cast_initial(initial_value, dtype)
+        self._dtype = init.dtype
+        self._shape = as_shape(shape) if shape is not None else init.shape
+        if not self._shape.is_compatible_with(init.shape):
+            raise ValueError(f"Variable {self._name}: initial value of shape {init.shape} does not match the "
+                             f"declared shape {self._shape}")
+        self._value = None
+        if ctx.is_eager:
+            if init._is_symbolic:
+                raise ValueError(f"Variable {self._name}: initial value is a graph tensor but no graph is "
+                                 f"being built")
+            self._value = init._value
+        else:
+            ctx.create_variable(self, init)
+
+    # -- description -------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name + ":0"
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    @property
+    def ndim(self):
+        return self._shape.rank
+
+    def get_shape(self):
+        return self._shape
+
+    def ref(self):
+        return TensorRef(self)
+
+    __hash__ = None
+
+    # -- reading ------------------------------------------------------------
+    def value(self) -> Tensor:
+        """Read the current value (a snapshot tensor; in graphs, a ReadVariableOp)."""
+        return execute(READ, (), {"var": self})
+
+    read_value = value
+
+    def _to_tensor(self):
+        return execute(READ, (), {"var": self})
+
+    def numpy(self):
+        return _read_kernel(self)
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(_read_kernel(self))
+        return a if dtype is None else a.astype(dtype)
+
+    def is_initialized(self) -> bool:
+        return self._value is not None
+
+    # -- writing ------------------------------------------------------------
+    def _as_update(self, value, opname):
+        if isinstance(value, Tensor) or hasattr(value, "_to_tensor"):
+            t = convert_to_tensor(value)
+            if t.dtype is not self._dtype:
+                raise InvalidArgumentError(f"{opname}: cannot assign a {t.dtype.name} value to variable "
+                                           f"{self.name} of dtype {self._dtype.name}", op_name=opname)
+            return t
+        try:
+            return constant(value, self._dtype)
+        except TypeError as e:
+            raise InvalidArgumentError(f"{opname}: {e} (variable {self.name} has dtype {self._dtype.name})",
+                                       op_name=opname) from None
+
+    def _update(self, opdef, value, read_value):
+        t = self._as_update(value, opdef.name)
+        out = execute(opdef, (t,), {"var": self})
+        if _context.current().is_eager:
+            return self if read_value else None
+        return out
+
+    def assign(self, value, use_locking=None, name=None, read_value=True):
+        return self._update(ASSIGN, value, read_value)
+
+    def assign_add(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update(ASSIGN_ADD, delta, read_value)
+
+    def assign_sub(self, delta, use_locking=None, name=None, read_value=True):
+        return self._update(ASSIGN_SUB, delta, read_value)
+
+    def __repr__(self):
+        if self._value is None:
+            return f"<Variable '{self.name}' shape={self._shape} dtype={self._dtype.name} (uninitialized)>"
+        return (f"<Variable '{self.name}' shape={tuple(np.shape(self._value))} dtype={self._dtype.name}, "
+                f"numpy={np.asarray(self._value)!r}>")
+
+    def __bool__(self):
+        return bool(self.value())
+
+    def __float__(self):
+        return float(_read_kernel(self))
+
+    def __int__(self):
+        return int(_read_kernel(self))
+
+    def __index__(self):
+        return int(_read_kernel(self))
+
+    def __len__(self):
+        return len(self.value())
+
+    def __iter__(self):
+        return iter(self.value())
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class _nullcontext:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *a):
+        return False
+
+
+def _cast_initial(t, dtype):
+    from .ops.math import cast
+    return cast(t, dtype)
