@@ -19,6 +19,7 @@ from .ops.reduction import *  # noqa: F401,F403
 from .ops.array import *  # noqa: F401,F403
 from .variables import Variable
 from .tape import GradientTape
+from .custom_gradient import custom_gradient
 from .control_flow import cond, while_loop, switch_case
 from .module import Module
 from . import optimizers

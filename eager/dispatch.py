@@ -17,35 +17,39 @@ from .tensor import Tensor
 from . import tape_state as _tape_state
 
 _ctx_state = _context._state
-_tapes = _tape_state.active_tapes
+_tape_local = _tape_state._state
 
 
 def execute(opdef, inputs, attrs, name=None):
     """Run or stage one op; returns a Tensor, or a tuple for multi-output ops."""
     ctx = _ctx_state.stack[-1]
     if ctx.is_eager:
-        result = _run_eager(opdef, inputs, attrs)
+        try:
+            out = opdef.kernel(*[t._value for t in inputs], **attrs)
+        except Exception as e:
+            raise _eager_error(opdef, inputs, attrs, e)
+        result = Tensor(out) if opdef.num_outputs == 1 else tuple([Tensor(o) for o in out])
     else:
         result = ctx.add_op(opdef, inputs, attrs, name)
-    if _tapes() and opdef.differentiable:
+    if _tape_local.tapes and opdef.differentiable:
         _tape_state.record(opdef, inputs, attrs, result)
     return result
 
 
-def _run_eager(opdef, inputs, attrs):
+def _eager_error(opdef, inputs, attrs, e):
+    """The exception to raise for a failed eager kernel (re-raised as is when already precise)."""
     try:
-        out = opdef.kernel(*[t._value for t in inputs], **attrs)
-    except AttributeError as e:
+        raise e
+    except AttributeError:
         if any(t._is_symbolic for t in inputs):
-            raise _symbolic_in_eager(opdef, inputs) from None
-        raise
+            return _symbolic_in_eager(opdef, inputs)
+        return e
     except OpError:
-        raise
-    except (ValueError, TypeError, IndexError, np.linalg.LinAlgError) as e:
-        raise kernel_error(opdef, inputs, attrs, e) from None
-    if opdef.num_outputs == 1:
-        return Tensor(out)
-    return tuple(Tensor(o) for o in out)
+        return e
+    except (ValueError, TypeError, IndexError, np.linalg.LinAlgError):
+        return kernel_error(opdef, inputs, attrs, e)
+    except BaseException:
+        return e
 
 
 def describe_inputs(inputs) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import context as _context
 from ..convert import constant, convert_to_tensor, operand
 from ..dispatch import execute
 from ..dtypes import as_dtype, bool_
@@ -20,6 +21,7 @@ from ..registry import Spec, op
 from ..tensor import Tensor
 
 EMPTY = {}
+_ctx_state = _context._state
 
 
 # ---------------------------------------------------------------- inference
@@ -116,6 +118,14 @@ def binary_operands(opdef, x, y):
 
 
 def call_binary(opdef, x, y, name=None, attrs=EMPTY):
+    """Convert operands and dispatch a binary op (fast path: eager tensor op eager tensor/scalar)."""
+    if type(x) is Tensor and _ctx_state.stack[-1].is_eager:
+        ty = type(y)
+        if ty is Tensor:
+            if x._value.dtype == y._value.dtype:
+                return execute(opdef, (x, y), attrs, name)
+        elif (ty is float or ty is int) and x._value.dtype.kind == "f":
+            return execute(opdef, (x, Tensor(x._value.dtype.type(y))), attrs, name)
     x, y = binary_operands(opdef, x, y)
     return execute(opdef, (x, y), attrs, name)
 

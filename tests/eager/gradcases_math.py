@@ -62,3 +62,16 @@ CASES = [
     GradCase("SumToLike", grad_of(lambda x: ek.reduce_sum(ek.square(x + ek.constant(np.ones((2, 3)))))),
              [(3,)], id="sum_to_like"),
 ]
+
+
+@ek.custom_gradient
+def _clipped_square(x):
+    y = x * x
+
+    def grad(dy):
+        return dy * 2.0 * x
+
+    return y, grad
+
+
+CASES.append(GradCase("CustomGradient", _clipped_square, [(3,)], id="custom_gradient"))

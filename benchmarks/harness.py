@@ -1,0 +1,78 @@
+"""Timing harness: median of repeats, ratios against NumPy in the same run.
+
+`measure(fn, repeat, number)` returns the median seconds per call.  A
+`Row(workload, variant, seconds, baseline_seconds)` prints as a ratio; `table`
+formats rows.  `optional_peers()` reports which of TensorFlow/JAX can be
+imported, so benchmark scripts can add those columns only when present.
+No timing assertions live anywhere: figures are printed, not tested.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+
+def measure(fn: Callable[[], object], repeat: int = 7, number: int | None = None,
+            min_time: float = 0.05) -> float:
+    """Median seconds per call of `fn` over `repeat` timed batches of `number` calls."""
+    fn()  # warm up (tracing, plan compilation, caches)
+    if number is None:
+        number = 1
+        while True:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            if time.perf_counter() - t0 >= min_time or number >= 1 << 20:
+                break
+            number *= 2
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        samples.append((time.perf_counter() - t0) / number)
+    return statistics.median(samples)
+
+
+@dataclass
+class Row:
+    workload: str
+    variant: str
+    seconds: float
+    baseline: float
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.seconds / self.baseline
+
+
+def fmt_time(s: float) -> str:
+    if s < 1e-3:
+        return f"{s * 1e6:8.1f} us"
+    if s < 1:
+        return f"{s * 1e3:8.2f} ms"
+    return f"{s:8.2f} s "
+
+
+def table(rows: list[Row]) -> str:
+    head = f"| {'workload':<34} | {'variant':<26} | {'time':>11} | {'numpy':>11} | {'ratio':>7} |"
+    sep = "|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|"
+    lines = [head, sep]
+    for r in rows:
+        lines.append(f"| {r.workload:<34} | {r.variant:<26} | {fmt_time(r.seconds):>11} | "
+                     f"{fmt_time(r.baseline):>11} | {r.ratio:6.2f}x |" + (f" {r.note}" if r.note else ""))
+    return "\n".join(lines)
+
+
+def optional_peers() -> dict:
+    """Which comparison frameworks are importable here (None when absent)."""
+    peers = {}
+    for name in ("tensorflow", "jax"):
+        try:
+            peers[name] = __import__(name)
+        except Exception:
+            peers[name] = None
+    return peers

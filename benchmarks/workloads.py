@@ -1,0 +1,65 @@
+"""The benchmark workloads, each written once against a generic `ops` namespace.
+
+`chain50(ops, x)`: 50 small elementwise ops.  `mlp_params` / `mlp_step_numpy`:
+the 784-256-10 MLP training step (batch 64, softmax cross-entropy, SGD) in
+hand-written NumPy, the baseline every MLP figure is divided by.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+CHAIN_LEN = 50
+
+
+def chain50(ops, x):
+    """50 elementwise ops; `ops` is numpy or eager (same names: tanh, sin, multiply...)."""
+    y = x
+    for i in range(CHAIN_LEN // 5):
+        y = ops.tanh(y)
+        y = ops.multiply(y, 1.01)
+        y = ops.add(y, 0.5)
+        y = ops.sin(y)
+        y = ops.subtract(y, 0.25)
+    return y
+
+
+def chain50_numpy(x):
+    return chain50(np, x)
+
+
+def mlp_data(seed=0, batch=64):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((batch, 784)).astype(np.float32)
+    labels = rng.integers(0, 10, batch)
+    y = np.eye(10, dtype=np.float32)[labels]
+    w1 = (rng.standard_normal((784, 256)) * 0.05).astype(np.float32)
+    b1 = np.zeros(256, np.float32)
+    w2 = (rng.standard_normal((256, 10)) * 0.05).astype(np.float32)
+    b2 = np.zeros(10, np.float32)
+    return x, y, [w1, b1, w2, b2]
+
+
+def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
+    """One SGD step of a ReLU MLP with softmax cross-entropy, by hand. Updates params in place."""
+    w1, b1, w2, b2 = params
+    h_pre = x @ w1 + b1
+    h = np.maximum(h_pre, 0)
+    logits = h @ w2 + b2
+    m = logits.max(axis=1, keepdims=True)
+    e = np.exp(logits - m)
+    s = e.sum(axis=1, keepdims=True)
+    p = e / s
+    loss = np.mean(-np.sum(y * (logits - m - np.log(s)), axis=1))
+    n = x.shape[0]
+    dlogits = (p - y) / np.float32(n)
+    dw2 = h.T @ dlogits
+    db2 = dlogits.sum(axis=0)
+    dh = dlogits @ w2.T
+    dh_pre = dh * (h_pre > 0)
+    dw1 = x.T @ dh_pre
+    db1 = dh_pre.sum(axis=0)
+    params[0] = w1 - lr * dw1
+    params[1] = b1 - lr * db1
+    params[2] = w2 - lr * dw2
+    params[3] = b2 - lr * db2
+    return loss
