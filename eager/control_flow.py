@@ -69,12 +69,20 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     i = 0
     while (limit is None or i < limit) and _as_python_bool(_call(cond, vars_, single), "while_loop cond"):
         new = _call(body, vars_, single)
-        if not single and not isinstance(new, (list, tuple)):
-            new = (new,) if len(vars_) == 1 else new
+        new = normalize_body_result(vars_, new, single)
         check_loop_structure(vars_, new)
         vars_ = type(vars_)(new) if isinstance(vars_, list) and isinstance(new, tuple) else new
         i += 1
     return vars_
+
+
+def normalize_body_result(vars_, new, single):
+    """A body of a single loop variable may return the bare value instead of a 1-list (as in TF)."""
+    if single or len(vars_) != 1:
+        return new
+    if isinstance(new, (list, tuple)) and not hasattr(new, "_fields") and len(new) == 1:
+        return new
+    return type(vars_)([new]) if isinstance(vars_, list) else (new,)
 
 
 def _call(fn, vars_, single):

@@ -1,0 +1,110 @@
+"""Dtype conversion rules, Tensor protocol, TensorShape, and error messages."""
+import numpy as np
+import pytest
+
+import eager as ek
+from eager.errors import InvalidArgumentError
+
+
+@pytest.mark.parametrize("value,dtype", [
+    (1.5, ek.float32), (2, ek.int32), (True, ek.bool), ("a", ek.string), (b"a", ek.string),
+    ([1.0, 2.0], ek.float32), ([[1, 2]], ek.int32), (np.float64(1.0), ek.float64),
+    (np.arange(3, dtype=np.int64), ek.int64), (np.zeros(2, np.float16), ek.float16), (2 ** 40, ek.int64),
+])
+def test_literal_dtypes(value, dtype):
+    assert ek.constant(value).dtype is dtype
+
+
+def test_dtype_properties():
+    assert ek.float32.is_floating and not ek.float32.is_integer
+    assert ek.int8.is_integer and ek.int8.min == -128 and ek.int8.max == 127
+    assert ek.bool.is_bool and ek.as_dtype("float64") is ek.float64 and ek.as_dtype(np.int32) is ek.int32
+    assert ek.float32.as_numpy_dtype is np.float32
+    with pytest.raises(TypeError, match="unknown dtype"):
+        ek.as_dtype("float128x")
+
+
+def test_no_silent_promotion():
+    with pytest.raises(InvalidArgumentError, match=r"AddV2.*float32.*int32"):
+        ek.constant([1.0]) + ek.constant([1])
+    with pytest.raises(InvalidArgumentError, match="float64"):
+        ek.multiply(ek.constant([1.0]), ek.constant(np.array([1.0])))
+
+
+def test_python_scalar_takes_tensor_dtype():
+    x = ek.constant([1, 2], dtype=ek.int64)
+    assert (x + 1).dtype is ek.int64
+    h = ek.constant([1.0], dtype=ek.float16)
+    assert (h * 2.5).dtype is ek.float16 and (2.5 * h).dtype is ek.float16
+    with pytest.raises(TypeError, match="int32"):
+        ek.constant([1, 2]) + 2.5
+
+
+def test_integer_division_is_float_like_tensorflow():
+    r = ek.constant([3, 4]) / 2
+    assert r.dtype is ek.float64
+    np.testing.assert_allclose(r.numpy(), [1.5, 2.0])
+    assert (ek.constant([7]) // 2).numpy().tolist() == [3]
+    assert (ek.constant([-7]) % 3).numpy().tolist() == [2]
+
+
+def test_repr_and_protocols():
+    t = ek.constant([1.0, 2.0])
+    assert repr(t) == "<Tensor: shape=(2,), dtype=float32, numpy=array([1., 2.], dtype=float32)>"
+    assert np.asarray(t).tolist() == [1.0, 2.0]
+    assert len(t) == 2 and [float(v) for v in t] == [1.0, 2.0]
+    assert float(ek.constant(2.5)) == 2.5 and int(ek.constant(3)) == 3
+    assert [0, 1, 2, 3][ek.constant(2)] == 2
+    assert t.shape == (2,) and t.shape == [2] and t.ndim == 1
+    with pytest.raises(TypeError):
+        hash(t)
+    assert {t.ref(): 1}[t.ref()] == 1
+
+
+def test_bool_of_multi_element_tensor_is_an_error():
+    assert bool(ek.constant([True]))
+    with pytest.raises(ValueError, match="ambiguous"):
+        bool(ek.constant([True, False]))
+
+
+def test_tensor_shape():
+    s = ek.TensorShape([None, 3])
+    assert s.rank == 2 and s.as_list() == [None, 3]
+    assert s.is_compatible_with([5, 3]) and not s.is_compatible_with([5, 4])
+    assert ek.TensorShape([2, 3]).most_specific_compatible_shape([4, 3]) == [None, 3]
+    assert ek.TensorShape(None).rank is None
+    assert ek.TensorShape([1, 2]).most_specific_compatible_shape([1, 2, 3]).rank is None
+
+
+def test_string_concatenation():
+    s = ek.constant(["a", "b"]) + "c"
+    assert s.numpy().tolist() == [b"ac", b"bc"]
+    assert (ek.constant("x") + ek.constant("y")).numpy() == b"xy"
+
+
+def test_constant_shape_argument():
+    assert ek.constant(0.0, shape=[2, 3]).numpy().shape == (2, 3)
+    assert ek.constant([1, 2, 3, 4], shape=[2, 2]).numpy().tolist() == [[1, 2], [3, 4]]
+    with pytest.raises(TypeError, match="shape"):
+        ek.constant([1, 2, 3], shape=[2, 2])
+
+
+def test_bad_value_is_a_clear_error():
+    with pytest.raises(TypeError, match="cannot convert"):
+        ek.constant(object())
+    with pytest.raises(TypeError, match="int32"):
+        ek.constant(2.5, dtype=ek.int32)
+
+
+def test_matmul_shape_error_names_shapes():
+    with pytest.raises(InvalidArgumentError, match=r"MatMul.*\[2, 3\].*\[2, 3\]"):
+        ek.matmul(ek.ones((2, 3)), ek.ones((2, 3)))
+
+
+def test_broadcast_error_names_op_and_shapes():
+    with pytest.raises(InvalidArgumentError, match=r"AddV2.*\[2\].*\[3\]"):
+        ek.ones((2,)) + ek.ones((3,))
+
+
+def test_executing_eagerly():
+    assert ek.executing_eagerly()
