@@ -1,0 +1,173 @@
+"""Control flow: `if`, `while` and `for` become calls to runtime operators.
+
+Before:
+    if x > 0:
+        y = x
+    else:
+        y = -x
+    while i < n:
+        s += i
+        i += 1
+
+After:
+    def if_body(y):
+        y = x
+        return (y,)
+    def else_body(y):
+        y = -x
+        return (y,)
+    y = ag__.Undefined('y')
+    (y,) = ag__.if_stmt(x > 0, if_body, else_body, (y,), ('y',))
+    def loop_test(i, s):
+        return i < n
+    def loop_body(i, s):
+        s += i
+        i += 1
+        return (i, s)
+    (i, s) = ag__.while_stmt(loop_test, loop_body, (i, s), ('i', 's'), None)
+
+State is passed as explicit tuples.  Branch outputs are the names modified
+in a branch and live after the `if`; branch inputs also include modified
+names defined before it.  Loop variables are the names modified in the body
+and live at the loop head.  `for target in it: body` becomes
+`ag__.for_stmt(it, extra_test, loop_body, state, names, opts)` with
+`def loop_body(itr, *state): target = itr; body`.  A name that is an output
+or loop variable but not definitely defined before is pre-set to
+`ag__.Undefined('name')`.  Nested statements are converted first (bottom-up),
+using annotations computed on the function before any of them changed.
+"""
+from __future__ import annotations
+
+import gast
+
+from ..pyct import anno, origin_info, templates, transformer
+from ..pyct.anno import Key
+from ..static_analysis import activity, definitions, liveness
+
+
+class ControlFlowTransformer(transformer.Base):
+
+    def __init__(self, ctx, declared: set[str], global_names: set[str], nonlocal_names: set[str]):
+        super().__init__(ctx)
+        self.declared = declared
+        self.global_names = global_names
+        self.nonlocal_names = nonlocal_names
+
+    # --- helpers ---------------------------------------------------------
+    def _decls(self, stmts) -> list:
+        written = activity.of(stmts).writes
+        out = []
+        for kw, names in (("global", self.global_names), ("nonlocal", self.nonlocal_names)):
+            hit = sorted(written & names)
+            if hit:
+                out += templates.replace(f"{kw} {', '.join(hit)}")
+        return out
+
+    def _function(self, name: str, params: list, body: list, returns: list) -> gast.FunctionDef:
+        ret = templates.replace("return outputs", outputs=returns) if returns else \
+            templates.replace("return ()")
+        fn = templates.replace("def fn(params):\n    body", fn=name, params=params,
+                               body=self._decls(body) + body + ret)[0]
+        anno.set_(fn, Key.GENERATED, True)
+        return fn
+
+    def _prefill(self, names) -> list:
+        out = []
+        for n in names:
+            out += templates.replace("n = ag__.Undefined(label)", n=n, label=templates.literal(n),
+                                     ag__=self.ctx.ag_name)
+        return out
+
+    def _assign(self, outputs: list, call: gast.expr) -> list:
+        if not outputs:
+            return [gast.Expr(value=call)]
+        return templates.replace("outputs = call", outputs=outputs, call=call)
+
+    def _options(self, node) -> gast.expr:
+        opts = anno.get(node, Key.LOOP_OPTIONS)
+        if not opts:
+            return templates.literal(None)
+        return gast.Dict(keys=[templates.literal(k) for k in opts], values=list(opts.values()))
+
+    # --- statements ------------------------------------------------------
+    def visit_If(self, node):
+        modified = (activity.of(node.body).writes | activity.of(node.orelse).writes) - self.declared
+        live_out = anno.get(node, Key.LIVE_OUT, set())
+        defined = anno.get(node, Key.DEFINED_IN, set())
+        read_first = liveness.block(node.body, live_out) | liveness.block(node.orelse, live_out)
+        self.generic_visit(node)
+        outputs = sorted(modified & live_out)
+        params = sorted(set(outputs) | (modified & defined & read_first))
+        body_name = self.ctx.namer.new("if_body")
+        else_name = self.ctx.namer.new("else_body")
+        call = templates.replace_as_expression(
+            "ag__.if_stmt(test, body, orelse, inputs, names)", ag__=self.ctx.ag_name,
+            test=node.test, body=body_name, orelse=else_name,
+            inputs=gast.Tuple(elts=[templates.name_node(p) for p in params], ctx=gast.Load()),
+            names=templates.literal(tuple(outputs)))
+        new = (self._prefill([n for n in outputs if n not in defined])
+               + [self._function(body_name, params, node.body, outputs),
+                  self._function(else_name, params, node.orelse or [], outputs)]
+               + self._assign(outputs, call))
+        origin_info.inherit(new, node)
+        return new
+
+    def _loop_vars(self, node, extra_writes=frozenset()):
+        modified = (activity.of(node.body).writes | set(extra_writes)) - self.declared
+        head = anno.get(node, Key.LIVE_HEAD, set())
+        defined = anno.get(node, Key.DEFINED_IN, set())
+        loop_vars = sorted(modified & head)
+        return loop_vars, self._prefill([n for n in loop_vars if n not in defined])
+
+    def visit_While(self, node):
+        loop_vars, prefill = self._loop_vars(node)
+        self.generic_visit(node)
+        test_name = self.ctx.namer.new("loop_test")
+        body_name = self.ctx.namer.new("loop_body")
+        test_fn = templates.replace("def fn(params):\n    return test", fn=test_name,
+                                    params=loop_vars, test=node.test)[0]
+        anno.set_(test_fn, Key.GENERATED, True)
+        call = templates.replace_as_expression(
+            "ag__.while_stmt(test, body, state, names, opts)", ag__=self.ctx.ag_name,
+            test=test_name, body=body_name,
+            state=gast.Tuple(elts=[templates.name_node(v) for v in loop_vars], ctx=gast.Load()),
+            names=templates.literal(tuple(loop_vars)), opts=self._options(node))
+        new = prefill + [test_fn, self._function(body_name, loop_vars, node.body, loop_vars)] \
+            + self._assign(loop_vars, call)
+        origin_info.inherit(new, node)
+        return new
+
+    def visit_For(self, node):
+        target_writes = activity.of(node.target).writes
+        loop_vars, prefill = self._loop_vars(node, target_writes)
+        self.generic_visit(node)
+        body_name = self.ctx.namer.new("loop_body")
+        itr = self.ctx.namer.new("itr")
+        unpack = templates.replace("target = itr", target=node.target, itr=itr)
+        body_fn = self._function(body_name, [itr] + loop_vars, unpack + node.body, loop_vars)
+        extra = anno.get(node, Key.EXTRA_TEST)
+        fns = [body_fn]
+        if extra is not None:
+            extra_name = self.ctx.namer.new("extra_test")
+            extra_fn = templates.replace("def fn(params):\n    return test", fn=extra_name,
+                                         params=loop_vars, test=extra)[0]
+            anno.set_(extra_fn, Key.GENERATED, True)
+            fns.insert(0, extra_fn)
+        call = templates.replace_as_expression(
+            "ag__.for_stmt(iterated, extra, body, state, names, opts)", ag__=self.ctx.ag_name,
+            iterated=node.iter, extra=extra_name if extra is not None else templates.literal(None),
+            body=body_name,
+            state=gast.Tuple(elts=[templates.name_node(v) for v in loop_vars], ctx=gast.Load()),
+            names=templates.literal(tuple(loop_vars)), opts=self._options(node))
+        new = prefill + fns + self._assign(loop_vars, call)
+        origin_info.inherit(new, node)
+        return new
+
+
+def transform(fn_node, ctx):
+    if isinstance(fn_node, gast.Lambda):
+        return fn_node
+    liveness.analyze(fn_node)
+    definitions.analyze(fn_node)
+    g, nl = activity.declared_nonlocal(fn_node)
+    return ControlFlowTransformer(ctx, g | nl, g, nl).transform(fn_node)

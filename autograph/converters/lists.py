@@ -1,0 +1,42 @@
+"""Lists: `l.append(x)` statements become explicit updates of `l`.
+
+Before:
+    for i in range(n):
+        out.append(i * 2)
+
+After:
+    for i in range(n):
+        out = ag__.list_append(out, i * 2)
+
+On a Python list, `list_append` appends in place and returns the same list,
+so plain-Python behaviour (including aliasing) is unchanged.  Because `out`
+is now visibly assigned, it becomes a loop variable; a staged loop turns it
+into a tensor list (TensorArray) and the variable is the stacked tensor
+after the loop (TensorFlow raises InaccessibleTensorError here instead).
+Only `name.append(value)` used as a statement is rewritten.
+"""
+from __future__ import annotations
+
+import gast
+
+from ..pyct import origin_info, templates, transformer
+
+
+class ListTransformer(transformer.Base):
+
+    def visit_Expr(self, node):
+        call = node.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
+                and len(call.args) == 1 and not call.keywords
+                and not isinstance(call.args[0], gast.Starred)):
+            target = call.func.value.id
+            new = templates.replace("target = ag__.list_append(target, value)",
+                                    target=target, value=call.args[0], ag__=self.ctx.ag_name)
+            origin_info.inherit(new, node)
+            return new
+        return node
+
+
+def transform(fn_node, ctx):
+    return ListTransformer(ctx).transform(fn_node)

@@ -1,0 +1,1 @@
+"""Implementation of the public API: the pipeline, conversion and its cache."""

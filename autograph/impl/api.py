@@ -1,0 +1,149 @@
+"""Public entry points: convert, to_graph, to_code, do_not_convert,
+set_loop_options, and `converted_call` (the call hook of converted code).
+
+`convert(f)` never fails: what cannot be converted runs as is, with a
+warning naming the function and the reason (silenced by `do_not_convert`).
+`to_graph(f)` raises `ConversionError` instead.  Both accept plain functions,
+lambdas, nested functions and closures, bound methods, `functools.partial`
+and callable objects, and return a callable with the same calling convention.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+import warnings
+
+from ..operators.py_builtins import BUILTINS
+from ..pyct.transformer import ConversionError
+from . import conversion
+
+_DNC = "autograph_do_not_convert"
+_CONVERTED = "autograph_converted"
+
+
+class AutoGraphWarning(UserWarning):
+    """A function called from converted code runs unconverted."""
+
+
+def _ag_module():
+    from .. import ag__
+    return ag__
+
+
+def do_not_convert(func=None):
+    """Decorator: `func` is always called as is from converted code."""
+    if func is None:
+        return do_not_convert
+    try:
+        setattr(func, _DNC, True)
+        return func
+    except (AttributeError, TypeError):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            return func(*args, **kwargs)
+        setattr(wrapper, _DNC, True)
+        return wrapper
+
+
+def set_loop_options(shape_invariants=(), maximum_iterations=None) -> None:
+    """Directive for the enclosing loop (must be the first statement of its
+    body).  Conversion removes the call; unconverted, it does nothing."""
+    del shape_invariants, maximum_iterations
+
+
+def _warn(fn, reason: str) -> None:
+    code = getattr(fn, "__code__", None)
+    where = f" ({code.co_filename}:{code.co_firstlineno})" if code else ""
+    warnings.warn(f"autograph could not convert {getattr(fn, '__qualname__', fn)}{where}: "
+                  f"{reason}; it runs unconverted. Decorate it with "
+                  "@autograph.do_not_convert to silence this warning.", AutoGraphWarning,
+                  stacklevel=3)
+
+
+def _convert_function(fn: types.FunctionType, strict: bool):
+    if getattr(fn, _CONVERTED, False) or getattr(fn, _DNC, False) or conversion.is_library(fn):
+        return fn
+    if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                               | inspect.CO_ASYNC_GENERATOR):
+        reason = f"generators and coroutines are not supported (`{fn.__name__}` " \
+                 f"at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
+        if strict:
+            raise ConversionError(reason)
+        _warn(fn, reason)
+        return fn
+    entry = conversion.convert_code(fn)
+    if entry.code is None:
+        if strict:
+            raise ConversionError(entry.error)
+        _warn(fn, entry.error)
+        return fn
+    for w in entry.warnings:
+        warnings.warn(w, AutoGraphWarning, stacklevel=3)
+    return conversion.bind_converted(entry, fn, _ag_module())
+
+
+def _convert(f, strict: bool):
+    if getattr(f, _DNC, False) or getattr(f, _CONVERTED, False):
+        return f
+    if isinstance(f, functools.partial):
+        inner = _convert(f.func, strict)
+        return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
+    if inspect.ismethod(f):
+        inner = _convert(f.__func__, strict)
+        return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
+    if isinstance(f, types.FunctionType):
+        return _convert_function(f, strict)
+    if isinstance(f, type) or not callable(f):
+        return f
+    call = getattr(type(f), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        inner = _convert_function(call, strict)
+        return f if inner is call else types.MethodType(inner, f)
+    return f
+
+
+def convert(f):
+    """The converted version of `f` (cached per code object), or `f` itself
+    (with a warning) when it cannot be converted.  Used by tracing."""
+    return _convert(f, strict=False)
+
+
+def to_graph(f):
+    """Converts `f`; raises ConversionError naming the construct and line."""
+    return _convert(f, strict=True)
+
+
+def to_code(f) -> str:
+    """The converted source of `f` as readable Python text."""
+    target = f
+    while isinstance(target, functools.partial):
+        target = target.func
+    if inspect.ismethod(target):
+        target = target.__func__
+    if not isinstance(target, types.FunctionType) and callable(target):
+        target = type(target).__call__
+    if not isinstance(target, types.FunctionType):
+        raise TypeError(f"to_code expects a Python function, got {type(f).__name__}")
+    target = inspect.unwrap(target, stop=lambda fn: not hasattr(fn, _CONVERTED))
+    entry = conversion.convert_code(target)
+    if entry.code is None:
+        raise ConversionError(entry.error)
+    return entry.source + "\n"
+
+
+def converted_call(f, args: tuple, kwargs):
+    """Calls `f(*args, **kwargs)`, converting user code on the way."""
+    kwargs = kwargs or {}
+    try:
+        overload = BUILTINS.get(f)
+    except TypeError:  # unhashable callable
+        overload = None
+    if overload is not None:
+        return overload(*args, **kwargs)
+    if isinstance(f, types.FunctionType) and (getattr(f, _CONVERTED, False) or
+                                              conversion.is_library(f)):
+        return f(*args, **kwargs)
+    if isinstance(f, (types.BuiltinFunctionType, types.BuiltinMethodType, type)):
+        return f(*args, **kwargs)
+    return convert(f)(*args, **kwargs)

@@ -1,0 +1,114 @@
+"""Conversion of one function object, cached per code object.
+
+`convert_function(fn)` parses the source, runs the pipeline, compiles the
+result (loader) and binds it to `fn`'s globals and closure cells.  The cache
+maps a code object to the converted code (or to the failure reason), so a
+nested function or lambda created anew on every call is converted once.
+`is_library(fn)` decides what is never converted: this project's packages,
+numpy, the standard library, and anything installed under site-packages.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+import types
+from dataclasses import dataclass
+from typing import Optional
+
+import gast
+
+from ..pyct import naming, parsing, transformer
+from ..pyct.loader import bind, compile_function
+from ..pyct.transformer import ConversionError
+from . import pipeline
+
+_NEVER_CONVERT_ROOTS = {"eager", "graph_runtime", "tracing", "autograph", "numpy", "gast",
+                        "astunparse", "pytest", "_pytest", "hypothesis"}
+_LIB_DIRS = tuple({os.path.abspath(p) + os.sep for key in ("stdlib", "platstdlib", "purelib",
+                                                           "platlib")
+                   if (p := sysconfig.get_paths().get(key))})
+_PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_PROJECT_DIRS = tuple(os.path.join(_PROJECT_ROOT, p) + os.sep
+                      for p in ("eager", "graph_runtime", "tracing", "autograph"))
+
+
+@dataclass
+class Converted:
+    """The result of converting one code object."""
+
+    code: Optional[types.CodeType]
+    source: str
+    error: Optional[str] = None
+    warnings: tuple = ()
+
+
+class ConversionCache:
+    """Code object -> Converted (code objects are small and live as long as their functions)."""
+
+    def __init__(self):
+        self._entries: dict[types.CodeType, Converted] = {}
+
+    def get(self, code: types.CodeType) -> Optional[Converted]:
+        return self._entries.get(code)
+
+    def put(self, code: types.CodeType, entry: Converted) -> None:
+        self._entries[code] = entry
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+CACHE = ConversionCache()
+
+
+def is_library(fn) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    root = module.split(".")[0]
+    if root in _NEVER_CONVERT_ROOTS or root in getattr(sys, "stdlib_module_names", ()):
+        return True
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return True
+    path = os.path.abspath(code.co_filename)
+    return path.startswith(_LIB_DIRS) or path.startswith(_PROJECT_DIRS)
+
+
+def _lambda_to_def(node: gast.Lambda) -> gast.FunctionDef:
+    fn = gast.FunctionDef(name="lambda__", args=node.args, body=[gast.Return(value=node.body)],
+                          decorator_list=[], returns=None, type_comment=None, type_params=[])
+    for k in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+        setattr(fn, k, getattr(node, k))
+        setattr(fn.body[0], k, getattr(node, k))
+    return fn
+
+
+def convert_code(fn: types.FunctionType, ag_name: str = "ag__") -> Converted:
+    """Converts `fn`'s code (cached); never raises for unsupported code."""
+    entry = CACHE.get(fn.__code__)
+    if entry is not None:
+        return entry
+    try:
+        node, info = parsing.parse_function(fn)
+        if isinstance(node, gast.Lambda):
+            node = _lambda_to_def(node)
+        ctx = transformer.Context(naming.Namer.for_tree(node), info, ag_name)
+        node = pipeline.run(node, ctx)
+        source = parsing.unparse(node)
+        code = compile_function(node, fn.__code__.co_freevars, ag_name, info.filename)
+        if fn.__name__ == "<lambda>":
+            code = code.replace(co_name="<lambda>")
+        entry = Converted(code, source, warnings=tuple(ctx.warnings))
+    except (parsing.ParseError, ConversionError) as e:
+        entry = Converted(None, "", error=f"{type(e).__name__}: {e}")
+    CACHE.put(fn.__code__, entry)
+    return entry
+
+
+def bind_converted(entry: Converted, fn: types.FunctionType, ag_module) -> types.FunctionType:
+    new = bind(entry.code, fn, ag_module)
+    new.__wrapped__ = fn
+    new.autograph_converted = True
+    return new
+
+

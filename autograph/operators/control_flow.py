@@ -1,0 +1,68 @@
+"""`if_stmt`, `if_exp`, `while_stmt`, `for_stmt`: dispatch Python vs staged.
+
+Signatures (state is an explicit tuple; `names` label it for errors):
+    if_stmt(test, body, orelse, inputs, names) -> outputs
+        body(*inputs) / orelse(*inputs) return the tuple of outputs `names`.
+    while_stmt(test, body, state, names, opts) -> state
+        test(*state) -> bool-like; body(*state) -> new state.
+    for_stmt(iterated, extra_test, body, state, names, opts) -> state
+        body(item, *state) -> new state; extra_test(*state) (may be None) is
+        False once a `break`/`return` happened.
+
+Python semantics are exact: the test is evaluated once per iteration, the
+iterable is consumed lazily and never past a break.  Staging starts only when
+a test (or the iterable) is a symbolic tensor; a Python `while` whose test
+becomes symbolic after some unrolled iterations stages the remaining ones,
+and a Python `for` whose break condition becomes symbolic runs its remaining
+(unrolled) iterations under staged conditions.
+"""
+from __future__ import annotations
+
+from . import staging
+from ._tensors import is_symbolic
+
+
+def if_stmt(test, body, orelse, inputs: tuple, names: tuple):
+    if is_symbolic(test):
+        return staging.staged_if(test, body, orelse, inputs, names)
+    if test:
+        return body(*inputs)
+    return orelse(*inputs)
+
+
+def if_exp(test, true_fn, false_fn, label: str = ""):
+    if is_symbolic(test):
+        (value,) = staging.staged_if(test, lambda: (true_fn(),), lambda: (false_fn(),), (),
+                                     (f"<value of `... if {label} else ...`>",))
+        return value
+    return true_fn() if test else false_fn()
+
+
+def while_stmt(test, body, state: tuple, names: tuple, opts=None):
+    while True:
+        t = test(*state)
+        if is_symbolic(t):
+            return staging.staged_while(test, body, state, names, opts or {})
+        if not t:
+            return state
+        state = body(*state)
+
+
+def for_stmt(iterated, extra_test, body, state: tuple, names: tuple, opts=None):
+    staged = staging.as_staged_iterable(iterated)
+    if staged is not None:
+        return staging.staged_for(staged, extra_test, body, state, names, opts or {})
+    active = True
+    for item in iterated:
+        if active is True:
+            state = body(item, *state)
+        else:  # a staged break/return condition: the rest runs conditionally
+            state = staging.staged_if(active, lambda *s, _i=item: body(_i, *s),
+                                      lambda *s: s, state, names)
+        if extra_test is not None:
+            active = extra_test(*state)
+            if not is_symbolic(active):
+                if not active:
+                    break
+                active = True
+    return state

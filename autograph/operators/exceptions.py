@@ -1,0 +1,26 @@
+"""`assert_stmt`: Python `assert`, or a runtime assert op for a tensor.
+
+TensorFlow raises for `assert` on a symbolic tensor unless told otherwise;
+we add `eager.debugging.Assert(test, [message])`, which fails when the graph
+runs.  With a Python value (or an eager tensor) it is exactly `assert`.
+"""
+from __future__ import annotations
+
+from ..pyct.origin_info import user_location
+from ._tensors import ek, is_symbolic
+
+
+def assert_stmt(test, message_fn):
+    if is_symbolic(test):
+        message = message_fn()
+        loc = user_location(2)
+        text = f"assertion failed at {loc}" if loc else "assertion failed"
+        data = [text] + ([message] if message is not None else [])
+        debugging = ek().debugging
+        if hasattr(debugging, "Assert"):
+            return debugging.Assert(test, data)
+        return debugging.assert_equal(test, True, message=" ".join(str(d) for d in data))
+    if not test:
+        message = message_fn()
+        raise AssertionError(message) if message is not None else AssertionError()
+    return None

@@ -1,0 +1,101 @@
+"""Overloads of builtins for symbolic tensors: range len abs int float
+enumerate zip (and print, which stays Python: it runs while tracing).
+
+Each overload calls the Python builtin unless an argument is a symbolic
+tensor.  `range_`, `enumerate_` and `zip_` over symbolic tensors return a
+`StagedIterable` that `for_stmt` turns into a counting `while_loop`.
+"""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass
+from typing import Callable
+
+from ._tensors import ek, is_symbolic, is_tensor_array
+
+
+@dataclass
+class StagedIterable:
+    """A sequence whose length is a (symbolic) scalar; `get(i)` is item i."""
+
+    length: object
+    get: Callable
+    description: str
+
+
+def _tensor_rows(x) -> StagedIterable:
+    dim = x.shape.as_list()[0] if x.shape.rank else None
+    length = dim if dim is not None else ek().shape(x)[0]
+    return StagedIterable(length, lambda i: x[i], "a tensor")
+
+
+def range_(*args):
+    if not any(is_symbolic(a) for a in args):
+        return builtins.range(*args)
+    start, limit, delta = (0, args[0], 1) if len(args) == 1 else (
+        (args[0], args[1], 1) if len(args) == 2 else args)
+    e = ek()
+    sign = e.sign(delta) if is_symbolic(delta) else (1 if delta > 0 else -1)
+    n = e.maximum((limit - start + delta - sign) // delta, 0)
+    return StagedIterable(n, lambda i: start + i * delta, "range()")
+
+
+def len_(x):
+    if isinstance(x, StagedIterable):
+        return x.length
+    if is_tensor_array(x):
+        return x.size()
+    if is_symbolic(x):
+        shape = x.shape
+        if shape.rank == 0:
+            raise TypeError("len() of a scalar tensor is not defined")
+        if shape.rank is not None and shape.as_list()[0] is not None:
+            return shape.as_list()[0]
+        return ek().shape(x)[0]
+    return builtins.len(x)
+
+
+def abs_(x):
+    return ek().abs(x) if is_symbolic(x) else builtins.abs(x)
+
+
+def int_(x=0, *args):
+    if is_symbolic(x) and not args:
+        return ek().cast(x, ek().int32)
+    return builtins.int(x, *args)
+
+
+def float_(x=0.0):
+    return ek().cast(x, ek().float32) if is_symbolic(x) else builtins.float(x)
+
+
+def enumerate_(iterable, start=0):
+    if isinstance(iterable, StagedIterable) or is_symbolic(iterable):
+        inner = iterable if isinstance(iterable, StagedIterable) else _tensor_rows(iterable)
+        return StagedIterable(inner.length, lambda i: (i + start, inner.get(i)),
+                              f"enumerate({inner.description})")
+    return builtins.enumerate(iterable, start)
+
+
+def zip_(*iterables):
+    if not any(isinstance(it, StagedIterable) or is_symbolic(it) for it in iterables):
+        return builtins.zip(*iterables)
+    parts = []
+    for it in iterables:
+        if isinstance(it, StagedIterable):
+            parts.append(it)
+        elif is_symbolic(it):
+            parts.append(_tensor_rows(it))
+        else:
+            raise TypeError("zip() of a symbolic tensor with a Python iterable cannot be "
+                            "staged; convert the Python iterable to a tensor")
+    length = parts[0].length
+    for p in parts[1:]:
+        length = ek().minimum(length, p.length)
+    return StagedIterable(length, lambda i: tuple(p.get(i) for p in parts), "zip()")
+
+
+BUILTINS: dict = {
+    builtins.range: range_, builtins.len: len_, builtins.abs: abs_, builtins.int: int_,
+    builtins.float: float_, builtins.enumerate: enumerate_, builtins.zip: zip_,
+}

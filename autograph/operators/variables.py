@@ -1,0 +1,59 @@
+"""Undefined markers for names not (yet) defined, and the return-value helper.
+
+`Undefined('y')` stands for a name that a branch or loop may define.  Any use
+of it raises an error naming the variable (Python would raise
+UnboundLocalError at the read).  `UndefinedReturnValue` marks "no return
+executed yet"; `retval` turns it into None at the end of a function.
+"""
+from __future__ import annotations
+
+from .. import errors
+
+
+class Undefined:
+    """Placeholder for the variable `symbol_name`, not defined on this path."""
+
+    __slots__ = ("symbol_name",)
+
+    def __init__(self, symbol_name: str):
+        object.__setattr__(self, "symbol_name", symbol_name)
+
+    def _fail(self, *args, **kwargs):
+        raise UnboundLocalError(
+            f"local variable '{self.symbol_name}' is used before it is defined "
+            "(it is only assigned on some paths through the code)")
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        self._fail()
+
+    def __repr__(self) -> str:
+        return f"Undefined({self.symbol_name!r})"
+
+    __call__ = __bool__ = __iter__ = __len__ = __getitem__ = _fail
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _fail
+    __truediv__ = __rtruediv__ = __floordiv__ = __mod__ = __pow__ = __neg__ = _fail
+    __lt__ = __le__ = __gt__ = __ge__ = __matmul__ = __rmatmul__ = __index__ = _fail
+    __int__ = __float__ = _fail
+
+
+class UndefinedReturnValue:
+    """No `return` has executed yet (the function would return None)."""
+
+    def __repr__(self) -> str:
+        return "UndefinedReturnValue()"
+
+
+def retval(value, do_return=True):
+    """The function's return value: None when no return statement ran."""
+    from ._tensors import is_symbolic
+    if is_symbolic(do_return):
+        raise errors.staged_return_error()
+    if isinstance(value, UndefinedReturnValue) or not do_return:
+        return None
+    return value
+
+
+def is_undefined(x) -> bool:
+    return isinstance(x, (Undefined, UndefinedReturnValue))

@@ -1,0 +1,71 @@
+"""Loader: compiles a converted FunctionDef into a live function.
+
+The converted function is compiled inside a factory whose parameters are the
+runtime module name (`ag__`) and the original function's free variables:
+
+    def factory(ag__, <freevars...>):
+        def f(...): <converted body>
+        return f
+
+The inner code object is then bound with `types.FunctionType` to the original
+globals, defaults and *the original closure cells* (so `nonlocal` writes and
+late binding behave exactly as in the original), plus a fresh cell holding
+the runtime module.  The code is compiled with the user's file name and line
+numbers (see origin_info), so tracebacks point at the user's source.
+"""
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+
+import gast
+
+from . import origin_info
+from .templates import name_node
+
+
+@dataclass
+class LoadedCode:
+    """A converted code object plus what is needed to bind it."""
+
+    code: types.CodeType
+    source: str
+
+
+def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],
+                     ag_name: str, filename: str) -> types.CodeType:
+    params = [name_node(n, gast.Param()) for n in (ag_name,) + tuple(freevars)]
+    factory = gast.FunctionDef(
+        name="autograph__factory",
+        args=gast.arguments(args=params, posonlyargs=[], vararg=None, kwonlyargs=[],
+                            kw_defaults=[], kwarg=None, defaults=[]),
+        body=[fn_node, gast.Return(value=name_node(fn_node.name))],
+        decorator_list=[], returns=None, type_comment=None, type_params=[])
+    origin_info.inherit([factory], fn_node)
+    module = gast.Module(body=[factory], type_ignores=[])
+    py = gast.gast_to_ast(module)
+    ast.fix_missing_locations(py)
+    code = compile(py, filename, "exec")
+    factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    return next(c for c in factory_code.co_consts
+                if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+
+
+def bind(code: types.CodeType, original: types.FunctionType, ag_module) -> types.FunctionType:
+    """Creates a function running `code` with `original`'s globals and cells."""
+    orig_cells = dict(zip(original.__code__.co_freevars, original.__closure__ or ()))
+    cells = []
+    for name in code.co_freevars:
+        if name in orig_cells:
+            cells.append(orig_cells[name])
+        else:  # the runtime module
+            cells.append(types.CellType(ag_module))
+    fn = types.FunctionType(code, original.__globals__, original.__name__,
+                            original.__defaults__, tuple(cells))
+    fn.__kwdefaults__ = original.__kwdefaults__
+    fn.__qualname__ = original.__qualname__
+    fn.__doc__ = original.__doc__
+    fn.__module__ = original.__module__
+    fn.__dict__.update(original.__dict__)
+    return fn

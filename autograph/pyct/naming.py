@@ -1,0 +1,33 @@
+"""Fresh, readable names for generated symbols (`if_body`, `if_body_1`, ...).
+
+A `Namer` is created per converted function from every identifier already in
+it, so generated names never collide with user names.
+"""
+from __future__ import annotations
+
+import gast
+
+
+class Namer:
+    """Hands out names not used anywhere in the function being converted."""
+
+    def __init__(self, used: set[str]):
+        self._used = set(used)
+
+    @classmethod
+    def for_tree(cls, tree: gast.AST) -> "Namer":
+        used: set[str] = set()
+        for n in gast.walk(tree):
+            if isinstance(n, gast.Name):
+                used.add(n.id)
+            elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
+                used.add(n.name)
+        return cls(used)
+
+    def new(self, base: str) -> str:
+        name, i = base, 0
+        while name in self._used:
+            i += 1
+            name = f"{base}_{i}"
+        self._used.add(name)
+        return name

@@ -1,0 +1,96 @@
+"""Origin info: generated code keeps the user's file and line numbers.
+
+Strategy (simpler than TF's source map): the user's function is parsed with
+its real line numbers and the converted tree is compiled with the user's file
+name, so every generated node carries the (file, line) of the user statement
+it came from.  Tracebacks, `inspect.getsource` of nested functions, and the
+creation site recorded for graph ops therefore name the user's code directly,
+with the exception type and message untouched.  `inherit` gives generated
+nodes their origin's position; `user_location` finds the user frame that
+called a runtime operator, for error messages.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+import gast
+
+_POS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Frames in these packages are never "the user's line".
+_LIBRARY_DIRS = tuple(os.path.join(_ROOT, p) + os.sep
+                      for p in ("autograph", "eager", "graph_runtime", "tracing"))
+
+
+@dataclass(frozen=True)
+class Location:
+    filename: str
+    lineno: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+def inherit(nodes, origin: gast.AST) -> None:
+    """Gives every node in `nodes` (and children) lacking a position that of
+    its nearest positioned ancestor, starting from `origin`."""
+    if not isinstance(nodes, (list, tuple)):
+        nodes = [nodes]
+    base = {k: getattr(origin, k, None) for k in _POS}
+    if base["lineno"] is None:
+        return
+    for n in nodes:
+        _fill(n, base)
+
+
+def _fill(node, base: dict) -> None:
+    if not isinstance(node, gast.AST):
+        return
+    if "lineno" in getattr(node, "_attributes", ()):
+        if getattr(node, "lineno", None) is None:
+            for k in _POS:
+                setattr(node, k, base[k])
+        else:
+            base = {k: getattr(node, k, None) for k in _POS}
+            if base["end_lineno"] is None:
+                base["end_lineno"], base["end_col_offset"] = base["lineno"], base["col_offset"]
+    for child in gast.iter_child_nodes(node):
+        _fill(child, base)
+
+
+def strip(tree: gast.AST) -> None:
+    """Removes positions (used on template trees before splicing)."""
+    for n in gast.walk(tree):
+        if "lineno" in getattr(n, "_attributes", ()):
+            for k in _POS:
+                setattr(n, k, None)
+
+
+def shift(tree: gast.AST, line_delta: int, col_delta: int) -> None:
+    """Moves positions of a tree parsed from dedented text back to the file."""
+    for n in gast.walk(tree):
+        if getattr(n, "lineno", None) is not None:
+            n.lineno += line_delta
+            n.end_lineno = (n.end_lineno or n.lineno - line_delta) + line_delta
+            n.col_offset = (n.col_offset or 0) + col_delta
+            n.end_col_offset = (n.end_col_offset or 0) + col_delta
+
+
+def user_location(depth: int = 1) -> Location | None:
+    """The innermost calling frame outside this project's packages."""
+    f = sys._getframe(depth)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_LIBRARY_DIRS):
+            return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+def at_user_line(message: str) -> str:
+    """Appends ' (at file:line)' naming the user's statement to a message."""
+    loc = user_location(2)
+    return f"{message} (at {loc})" if loc else message

@@ -1,0 +1,97 @@
+"""Parsing live functions into gast trees, and unparsing trees into text.
+
+`parse_function` returns the FunctionDef (or Lambda) of a function object
+with positions that match the user's file (line and column), decorators
+stripped.  `unparse` renders any gast tree as Python text.
+"""
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass
+
+import gast
+
+from . import origin_info
+
+
+class ParseError(Exception):
+    """The source of an entity could not be obtained or parsed."""
+
+
+@dataclass
+class SourceInfo:
+    filename: str
+    first_lineno: int
+    source: str
+
+
+def _dedent(lines: list[str]) -> tuple[str, int]:
+    text = "".join(lines)
+    dedented = textwrap.dedent(text)
+    first = next((l for l in lines if l.strip()), "")
+    first_d = next((l for l in dedented.splitlines(True) if l.strip()), "")
+    return dedented, len(first) - len(first_d)
+
+
+def parse_function(fn) -> tuple[gast.AST, SourceInfo]:
+    """Returns (FunctionDef or Lambda node, SourceInfo) for a Python function."""
+    try:
+        lines, lineno = inspect.getsourcelines(fn)
+        filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
+    except (OSError, TypeError) as e:
+        raise ParseError(f"source code of {fn.__qualname__} is not available ({e})") from None
+    text, col = _dedent(lines)
+    info = SourceInfo(filename, lineno, text)
+    is_lambda = fn.__name__ == "<lambda>"
+    tree = _parse_text(text, is_lambda)
+    origin_info.shift(tree, lineno - 1, col)
+    if is_lambda:
+        return _find_lambda(tree, fn), info
+    for node in tree.body:
+        if isinstance(node, (gast.FunctionDef, gast.AsyncFunctionDef)) and node.name == fn.__name__:
+            node.decorator_list = []
+            return node, info
+    raise ParseError(f"could not find the definition of {fn.__qualname__} in its source")
+
+
+def _parse_text(text: str, is_lambda: bool) -> gast.Module:
+    try:
+        return gast.parse(text)
+    except SyntaxError:
+        if not is_lambda:
+            raise ParseError("source does not parse") from None
+    # A lambda's source lines may be a fragment of a larger expression: trim
+    # trailing characters until the prefix parses.
+    stripped = text.rstrip()
+    for cut in range(len(stripped), 0, -1):
+        try:
+            return gast.parse(stripped[:cut])
+        except SyntaxError:
+            continue
+    raise ParseError("lambda source does not parse")
+
+
+def _find_lambda(tree: gast.AST, fn) -> gast.Lambda:
+    code = fn.__code__
+    lambdas = [n for n in gast.walk(tree) if isinstance(n, gast.Lambda)]
+    args = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    cands = [l for l in lambdas if l.lineno == code.co_firstlineno
+             and [a.id for a in l.args.args + l.args.kwonlyargs] == args]
+    if len(cands) != 1:
+        raise ParseError(f"could not uniquely identify the lambda at line {code.co_firstlineno}")
+    return cands[0]
+
+
+def unparse(node) -> str:
+    """Python source text of a gast node or list of nodes."""
+    if isinstance(node, (list, tuple)):
+        return "\n".join(unparse(n) for n in node)
+    py = gast.gast_to_ast(node)
+    ast.fix_missing_locations(py)
+    try:
+        return ast.unparse(py)
+    except AttributeError:  # Python < 3.9
+        import astunparse
+        return astunparse.unparse(py).strip()

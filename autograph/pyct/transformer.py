@@ -1,0 +1,88 @@
+"""Base class of converters, and the per-conversion context they share.
+
+A converter subclasses `Base` (a gast.NodeTransformer) and gets `self.ctx`:
+the namer, the source info and the name under which the runtime operators are
+reachable (`ag__`).  `Base` never descends into nested function definitions,
+lambdas or classes unless a converter opts in: those are separate scopes and
+are converted on their own when they are called (see impl/conversion.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gast
+
+from .naming import Namer
+from .parsing import SourceInfo
+
+
+@dataclass
+class Context:
+    """State shared by the converters of one function."""
+
+    namer: Namer
+    source: SourceInfo
+    ag_name: str = "ag__"
+    warnings: list[str] = field(default_factory=list)
+
+
+class ConversionError(Exception):
+    """A construct cannot be converted; the message names it and its line."""
+
+
+class Base(gast.NodeTransformer):
+    """Converter base: knows its context, skips nested scopes by default."""
+
+    # Lambdas are expressions of this function; converters of expressions
+    # (logical, conditional) descend into them.  User-written nested defs are
+    # never descended into; generated defs (anno GENERATED) always are.
+    descend_into_nested_scopes = False
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+        self._depth = 0
+
+    def where(self, node: gast.AST) -> str:
+        return f"{self.ctx.source.filename}:{getattr(node, 'lineno', '?')}"
+
+    def ag(self, attr: str) -> gast.Attribute:
+        from .templates import name_node
+        return gast.Attribute(value=name_node(self.ctx.ag_name), attr=attr, ctx=gast.Load())
+
+    def transform(self, fn_node: gast.AST) -> gast.AST:
+        """Entry point: visits the body of the converted function itself."""
+        self._depth = 0
+        if isinstance(fn_node, gast.Lambda):
+            fn_node.body = self.visit(fn_node.body)
+            return fn_node
+        fn_node.body = self.visit_block(fn_node.body)
+        return fn_node
+
+    def visit_block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            out.extend(r if isinstance(r, list) else [r])
+        return out
+
+    def _nested(self, node):
+        if self.descend_into_nested_scopes:
+            return self.generic_visit(node)
+        return node
+
+    def visit_FunctionDef(self, node):
+        from . import anno
+        if anno.get(node, anno.Key.GENERATED):
+            return self.generic_visit(node)
+        return self._nested(node)
+
+    def visit_AsyncFunctionDef(self, node):
+        return node
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def visit_Lambda(self, node):
+        return self._nested(node)
