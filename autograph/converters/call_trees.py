@@ -10,8 +10,9 @@ After:
 `converted_call` converts user functions recursively (cached per code
 object), calls library code as is, and maps the overloaded builtins (range,
 len, abs, int, float, enumerate, zip).  Calls that depend on the caller's
-frame (`super()`, `locals()`, `globals()`, `vars()`, `eval`, `exec`) and calls
-into the runtime module itself are left untouched.  Runs after the converters
+frame (`super(...)`, `locals()`, `globals()`, `vars()`, `eval`, `exec`) and calls
+into the runtime module itself are left untouched; zero-argument `super()` becomes
+`super(__class__, <first parameter>)`.  Runs after the converters
 that generate `ag__` calls and before control_flow.
 """
 from __future__ import annotations
@@ -25,9 +26,19 @@ _FRAME_BUILTINS = {"super", "locals", "globals", "vars", "eval", "exec", "dir"}
 
 class CallTreeTransformer(transformer.Base):
 
+    def __init__(self, ctx, first_param):
+        super().__init__(ctx)
+        self.first_param = first_param
+
     def visit_Call(self, node):
         self.generic_visit(node)
         f = node.func
+        if isinstance(f, gast.Name) and f.id == "super" and not node.args and self.first_param:
+            # Zero-argument super() reads the *current* function's first
+            # argument; inside generated branch/loop functions that would be
+            # wrong, so make it explicit.
+            node.args = [templates.name_node("__class__"), templates.name_node(self.first_param)]
+            return node
         if isinstance(f, gast.Name) and f.id in _FRAME_BUILTINS:
             return node
         if (isinstance(f, gast.Attribute) and isinstance(f.value, gast.Name)
@@ -49,4 +60,5 @@ class CallTreeTransformer(transformer.Base):
 
 
 def transform(fn_node, ctx):
-    return CallTreeTransformer(ctx).transform(fn_node)
+    args = fn_node.args.posonlyargs + fn_node.args.args
+    return CallTreeTransformer(ctx, args[0].id if args else None).transform(fn_node)

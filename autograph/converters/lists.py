@@ -13,23 +13,31 @@ so plain-Python behaviour (including aliasing) is unchanged.  Because `out`
 is now visibly assigned, it becomes a loop variable; a staged loop turns it
 into a tensor list (TensorArray) and the variable is the stacked tensor
 after the loop (TensorFlow raises InaccessibleTensorError here instead).
-Only `name.append(value)` used as a statement is rewritten.
+Only `name.append(value)` used as a statement is rewritten, and only when
+`name` is a local variable of the function (a parameter or assigned in it):
+assigning a closure or global list would make it local.
 """
 from __future__ import annotations
 
 import gast
 
 from ..pyct import origin_info, templates, transformer
+from ..static_analysis import activity
 
 
 class ListTransformer(transformer.Base):
+
+    def __init__(self, ctx, local_names: set[str]):
+        super().__init__(ctx)
+        self.local_names = local_names
 
     def visit_Expr(self, node):
         call = node.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                 and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
                 and len(call.args) == 1 and not call.keywords
-                and not isinstance(call.args[0], gast.Starred)):
+                and not isinstance(call.args[0], gast.Starred)
+                and call.func.value.id in self.local_names):
             target = call.func.value.id
             new = templates.replace("target = ag__.list_append(target, value)",
                                     target=target, value=call.args[0], ag__=self.ctx.ag_name)
@@ -39,4 +47,8 @@ class ListTransformer(transformer.Base):
 
 
 def transform(fn_node, ctx):
-    return ListTransformer(ctx).transform(fn_node)
+    if isinstance(fn_node, gast.Lambda):
+        return fn_node
+    g, nl = activity.declared_nonlocal(fn_node)
+    local_names = (activity.of(fn_node.body).writes | activity.params_of(fn_node)) - g - nl
+    return ListTransformer(ctx, local_names).transform(fn_node)

@@ -35,7 +35,11 @@ class LoadedCode:
 
 def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],
                      ag_name: str, filename: str) -> types.CodeType:
-    params = [name_node(n, gast.Param()) for n in (ag_name,) + tuple(freevars)]
+    params = [name_node(n, gast.Param())
+              for n in (ag_name,) + tuple(v for v in freevars if v != ag_name)]
+    # The def gets a reserved name inside the factory, so that a recursive
+    # reference to the function's own name still resolves to the global.
+    user_name, fn_node.name = fn_node.name, ag_name + "converted_fn"
     factory = gast.FunctionDef(
         name="autograph__factory",
         args=gast.arguments(args=params, posonlyargs=[], vararg=None, kwonlyargs=[],
@@ -48,8 +52,10 @@ def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],
     ast.fix_missing_locations(py)
     code = compile(py, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    return next(c for c in factory_code.co_consts
-                if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+    fn_node.name = user_name
+    return inner.replace(co_name=user_name)
 
 
 def bind(code: types.CodeType, original: types.FunctionType, ag_module) -> types.FunctionType:
@@ -59,7 +65,8 @@ def bind(code: types.CodeType, original: types.FunctionType, ag_module) -> types
     for name in code.co_freevars:
         if name in orig_cells:
             cells.append(orig_cells[name])
-        else:  # the runtime module
+        else:  # the runtime module is the only free variable we add
+            assert name.startswith("ag__"), name
             cells.append(types.CellType(ag_module))
     fn = types.FunctionType(code, original.__globals__, original.__name__,
                             original.__defaults__, tuple(cells))
