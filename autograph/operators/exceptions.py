@@ -16,10 +16,16 @@ def assert_stmt(test, message_fn):
         loc = user_location(2)
         text = f"assertion failed at {loc}" if loc else "assertion failed"
         data = [text] + ([message] if message is not None else [])
-        debugging = ek().debugging
-        if hasattr(debugging, "Assert"):
+        debugging = getattr(ek(), "debugging", None)
+        if debugging is not None and hasattr(debugging, "Assert"):
             return debugging.Assert(test, data)
-        return debugging.assert_equal(test, True, message=" ".join(str(d) for d in data))
+        if debugging is not None and hasattr(debugging, "assert_equal"):
+            return debugging.assert_equal(test, True, message=" ".join(map(str, data)))
+        if getattr(test, "_is_symbolic", False):
+            raise NotImplementedError("a runtime assert needs eager.debugging.Assert")
+        if not bool(test):  # local fallback: check the (concrete) value now
+            raise AssertionError(" ".join(map(str, data)))
+        return None
     if not test:
         message = message_fn()
         raise AssertionError(message) if message is not None else AssertionError()

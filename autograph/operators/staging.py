@@ -62,10 +62,11 @@ def staged_if(test, body, orelse, inputs: tuple, names: tuple) -> tuple:
             dry[label] = tuple(fn(*inputs))
         return dry[label]
 
+    drop: set = set()  # outputs undefined in both branches (same in both)
+
     def branch(fn, label, other_fn, other_label):
         def run():
             out = list(fn(*inputs))
-            drop = set()
             for i, v in enumerate(out):
                 if not is_undefined(v):
                     continue
@@ -82,10 +83,10 @@ def staged_if(test, body, orelse, inputs: tuple, names: tuple) -> tuple:
                 main, alt = (out, seen[other_label]) if label == "main" else (seen[other_label], out)
                 _check_branches(main, alt, names, drop)
             return tuple(v for i, v in enumerate(out) if i not in drop)
-        return run, drop
+        return run
 
-    run_main, drop = branch(body, "main", orelse, "else")
-    run_else, _ = branch(orelse, "else", body, "main")
+    run_main = branch(body, "main", orelse, "else")
+    run_else = branch(orelse, "else", body, "main")
     result = e.cond(test, run_main, run_else)
     kept = [i for i in range(len(names)) if i not in drop]
     result = _as_tuple(result, len(kept)) if kept else ()
@@ -173,7 +174,7 @@ def staged_while(test, body, init: tuple, names: tuple, opts: dict) -> tuple:
 
     def body_fn(*vals):
         out = list(body(*full(vals[:len(idx)])))
-        new = [_check_loop_var(names[i], init[i], v, out[i], i in lists)
+        new = [_check_loop_var(names[i], state[i], v, out[i], i in lists, invariants.get(i))
                for i, v in zip(idx, vals)]
         for i in passthrough:
             if not (out[i] is passthrough[i] or (is_undefined(out[i]) and is_undefined(
@@ -200,7 +201,7 @@ def staged_while(test, body, init: tuple, names: tuple, opts: dict) -> tuple:
     return tuple(final)
 
 
-def _check_loop_var(name, before, loop_in, after, is_list):
+def _check_loop_var(name, before, loop_in, after, is_list, invariant=None):
     if is_list or is_tensor_array(loop_in):
         if not is_tensor_array(after):
             raise errors.loop_structure(name, "a tensor list", describe(after))
@@ -212,7 +213,11 @@ def _check_loop_var(name, before, loop_in, after, is_list):
         raise errors.loop_structure(name, describe(loop_in), describe(after))
     if after.dtype != loop_in.dtype:
         raise errors.loop_dtype(name, loop_in.dtype.name, after.dtype.name)
-    if not _shape_fits(loop_in.shape, after.shape):
+    expected = invariant if invariant is not None else (
+        before.shape if is_tensor(before) else loop_in.shape)
+    if not isinstance(expected, type(after.shape)):
+        expected = ek().TensorShape(expected)
+    if not _shape_fits(expected, after.shape):
         shown = before.shape if is_tensor(before) else loop_in.shape
         raise errors.loop_shape(name, _fmt_shape(shown), _fmt_shape(after.shape))
     return after
@@ -224,11 +229,16 @@ def _fmt_shape(shape) -> str:
 
 
 def _runtime_check(pred, message: str) -> None:
-    debugging = ek().debugging
-    if hasattr(debugging, "Assert"):
+    """A check that fails when the graph runs (eager: fails now)."""
+    debugging = getattr(ek(), "debugging", None)
+    if debugging is not None and hasattr(debugging, "Assert"):
         debugging.Assert(pred, [message])
-    else:
+    elif debugging is not None and hasattr(debugging, "assert_equal"):
         debugging.assert_equal(pred, True, message=message)
+    elif not is_symbolic(pred) or not getattr(pred, "_is_symbolic", True):
+        # Local fallback until eager.debugging exists (works on eager values).
+        if not bool(pred):
+            raise ValueError(message)
 
 
 # --- for ------------------------------------------------------------------

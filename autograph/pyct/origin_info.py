@@ -80,14 +80,18 @@ def shift(tree: gast.AST, line_delta: int, col_delta: int) -> None:
 
 
 def user_location(depth: int = 1) -> Location | None:
-    """The innermost calling frame outside this project's packages."""
+    """The innermost frame of converted code (it refers to `ag__`), else the
+    innermost frame outside this project's packages."""
     f = sys._getframe(depth)
+    fallback = None
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_LIBRARY_DIRS):
-            return Location(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        code = f.f_code
+        if not os.path.abspath(code.co_filename).startswith(_LIBRARY_DIRS):
+            if "ag__" in code.co_freevars:
+                return Location(code.co_filename, f.f_lineno, code.co_name)
+            fallback = fallback or Location(code.co_filename, f.f_lineno, code.co_name)
         f = f.f_back
-    return None
+    return fallback
 
 
 def at_user_line(message: str) -> str:
