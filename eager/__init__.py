@@ -17,10 +17,13 @@ from .ops.constant import identity, stop_gradient
 from .ops.math import *  # noqa: F401,F403 - each ops module lists its public names in __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.array import *  # noqa: F401,F403
+from .ops import nn, random, debugging
+from .ops.logging import print  # noqa: A001 - TensorFlow's name (tf.print)
 from .variables import Variable
 from .tape import GradientTape
 from .custom_gradient import custom_gradient
 from .control_flow import cond, while_loop, switch_case
+from .tensor_array import TensorArray
 from .module import Module
 from . import optimizers
 from . import tensor_operators as _tensor_operators  # installs +, -, [], ... on Tensor and Variable

@@ -1,0 +1,240 @@
+"""The `random` namespace (`eager.random`): seeded, stateful random ops.
+
+Each random op carries a `RandomState` attribute, created when the op is
+dispatched: an integer `seed` (what a GraphDef stores) and, lazily, the NumPy
+`Generator` it draws from.  Eagerly the op runs once; in a graph the same
+`RandomState` is used by every run, so each run draws fresh numbers (the ops
+are `stateful`: never folded, merged or cached).
+
+Seeding follows TensorFlow 2 (`tf.random.set_seed`):
+- no global seed, no op seed: fresh entropy every time;
+- global seed only: ops get seeds from (global seed, a counter reset by
+  `set_seed`), so the sequence of draws after `set_seed(s)` is reproducible;
+- op seed (with or without a global seed; default global 87654321): eagerly,
+  repeated calls with the same seeds continue one stream (as TF's cached
+  kernels do) until `set_seed` resets it; in a graph each op owns its stream.
+The global seed state is one module-level `_SeedState` record (TF's global seed
+is global too).
+
+Imports: numpy and the eager core (`math` for mean/stddev scaling).
+"""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+from .. import context as _context
+from ..convert import constant, convert_to_tensor
+from ..dispatch import execute
+from ..dtypes import as_dtype, float32, int32
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ..tensor import Tensor
+
+__all__ = ["set_seed", "get_global_seed", "normal", "uniform", "RandomState"]
+
+DEFAULT_GRAPH_SEED = 87654321
+
+
+@dataclass(eq=False)
+class RandomState:
+    """The attribute of a random op: an integer seed and the stream drawn from it."""
+
+    seed: int
+    _generator: Optional[np.random.Generator] = field(default=None, repr=False)
+
+    @property
+    def generator(self) -> np.random.Generator:
+        if self._generator is None:
+            self._generator = np.random.default_rng(self.seed)
+        return self._generator
+
+    def reset(self) -> None:
+        """Restart the stream from `seed`."""
+        self._generator = None
+
+    def to_config(self) -> dict:
+        return {"seed": self.seed}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "RandomState":
+        return cls(int(config["seed"]))
+
+
+@dataclass
+class _SeedState:
+    global_seed: Optional[int] = None
+    counter: int = 0
+    eager_streams: dict = field(default_factory=dict)   # (global, op) seed -> RandomState, eager only
+
+
+_SEEDS = _SeedState()
+
+
+def set_seed(seed) -> None:
+    """Set the global seed (None clears it); resets the op counter and eager streams."""
+    _SEEDS.global_seed = None if seed is None else int(seed)
+    _SEEDS.counter = 0
+    _SEEDS.eager_streams.clear()
+
+
+def get_global_seed() -> Optional[int]:
+    return _SEEDS.global_seed
+
+
+def _combine(global_seed: int, op_seed: int) -> int:
+    return int(np.random.SeedSequence([global_seed & 0xFFFFFFFFFFFF, op_seed & 0xFFFFFFFFFFFF])
+               .generate_state(1, np.uint64)[0] >> 1)
+
+
+def _new_state(seed) -> RandomState:
+    """The RandomState for one dispatched op under the current seeding rules."""
+    g = _SEEDS.global_seed
+    if seed is None and g is None:
+        return RandomState(secrets.randbits(63))
+    if seed is None:
+        op_seed = _SEEDS.counter
+        _SEEDS.counter += 1
+    else:
+        op_seed = int(seed)
+        g = DEFAULT_GRAPH_SEED if g is None else g
+    if not _context.executing_eagerly():
+        return RandomState(_combine(g, op_seed))
+    key = (g, op_seed)
+    state = _SEEDS.eager_streams.get(key)
+    if state is None:
+        state = _SEEDS.eager_streams[key] = RandomState(_combine(g, op_seed))
+    return state
+
+
+# ------------------------------------------------------------------ primitives
+def _size(shape):
+    return tuple(int(d) for d in np.asarray(shape).reshape(-1))
+
+
+def _check_size(size, opname):
+    if any(d < 0 for d in size):
+        raise InvalidArgumentError(f"{opname}: shape must not have negative dimensions, got {list(size)}",
+                                   op_name=opname)
+    return size
+
+
+def _normal_kernel(shape, dtype, state):
+    size = _check_size(_size(shape), "RandomStandardNormal")
+    npd = dtype.as_numpy_dtype
+    if npd in (np.float32, np.float64):
+        return state.generator.standard_normal(size, dtype=npd)
+    return state.generator.standard_normal(size, dtype=np.float32).astype(npd)
+
+
+def _uniform_kernel(shape, dtype, state):
+    size = _check_size(_size(shape), "RandomUniform")
+    npd = dtype.as_numpy_dtype
+    if npd in (np.float32, np.float64):
+        return state.generator.random(size, dtype=npd)
+    return state.generator.random(size, dtype=np.float32).astype(npd)
+
+
+def _uniform_int_kernel(shape, minval, maxval, state):
+    size = _check_size(_size(shape), "RandomUniformInt")
+    if not minval < maxval:
+        raise InvalidArgumentError(f"RandomUniformInt: need minval < maxval, got {minval} >= {maxval}",
+                                   op_name="RandomUniformInt")
+    return state.generator.integers(minval, maxval, size=size, dtype=np.asarray(minval).dtype)
+
+
+def _shape_from_spec(spec):
+    if spec.value is not None:
+        return _size(spec.value)
+    n = spec.shape[0] if spec.shape else None
+    return None if n is None else (None,) * n
+
+
+def _infer_random(specs, attrs):
+    return [Spec(_shape_from_spec(specs[0]), attrs["dtype"])]
+
+
+RANDOM_NORMAL = op("RandomStandardNormal", _normal_kernel, _infer_random, stateful=True,
+                   doc="Standard normal samples of the given shape; attrs dtype, state (RandomState).")
+RANDOM_UNIFORM = op("RandomUniform", _uniform_kernel, _infer_random, stateful=True,
+                    doc="Uniform samples in [0, 1); attrs dtype, state (RandomState).")
+RANDOM_UNIFORM_INT = op("RandomUniformInt", _uniform_int_kernel,
+                        lambda specs, attrs: [Spec(_shape_from_spec(specs[0]), specs[1].dtype)], stateful=True,
+                        doc="Uniform integers in [minval, maxval); attr state (RandomState).")
+
+
+# ------------------------------------------------------------------ public functions
+def _shape_arg(shape, opname):
+    if isinstance(shape, Tensor) or hasattr(shape, "_to_tensor"):
+        t = convert_to_tensor(shape)
+        if not t.dtype.is_integer or t.shape.rank not in (None, 1):
+            raise InvalidArgumentError(f"{opname}: shape must be a 1-D integer tensor, got {t.dtype.name} of shape "
+                                       f"{t.shape}", op_name=opname)
+        return t
+    if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
+        from .array import stack
+        return stack([convert_to_tensor(d, dtype=int32) if not isinstance(d, Tensor) else d for d in shape])
+    try:
+        arr = np.asarray(() if shape is None else shape, dtype=np.int64).reshape(-1)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{opname}: shape must be a list of ints or a 1-D int tensor, got {shape!r}",
+                                   op_name=opname) from None
+    _check_size(tuple(int(d) for d in arr), opname)
+    return constant(arr.astype(np.int32), int32)
+
+
+def _float_dtype(dtype, opname):
+    dt = as_dtype(dtype)
+    if not dt.is_floating:
+        raise InvalidArgumentError(f"{opname}: dtype must be floating-point, got {dt.name}", op_name=opname)
+    return dt
+
+
+def _affine(x, scale, shift, dt, scale_is_one, shift_is_zero):
+    from .math import add, multiply
+    if not scale_is_one:
+        x = multiply(x, scale if isinstance(scale, Tensor) else convert_to_tensor(scale, dtype=dt))
+    if not shift_is_zero:
+        x = add(x, shift if isinstance(shift, Tensor) else convert_to_tensor(shift, dtype=dt))
+    return x
+
+
+def _is_const(v, c):
+    return not isinstance(v, Tensor) and not hasattr(v, "_to_tensor") and np.ndim(v) == 0 and v == c
+
+
+def normal(shape, mean=0.0, stddev=1.0, dtype=float32, seed=None, name=None):
+    """Samples from N(mean, stddev**2) of the given shape."""
+    dt = _float_dtype(dtype, "RandomStandardNormal")
+    s = _shape_arg(shape, "RandomStandardNormal")
+    x = execute(RANDOM_NORMAL, (s,), {"dtype": dt, "state": _new_state(seed)}, name)
+    return _affine(x, stddev, mean, dt, _is_const(stddev, 1), _is_const(mean, 0))
+
+
+def uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None):
+    """Samples uniform in [minval, maxval) (maxval defaults to 1 for floats; required for ints)."""
+    dt = as_dtype(dtype)
+    s = _shape_arg(shape, "RandomUniform")
+    if dt.is_integer:
+        if maxval is None:
+            raise ValueError(f"uniform: maxval must be specified for integer dtype {dt.name}")
+        if dt.name not in ("int32", "int64"):
+            raise InvalidArgumentError(f"RandomUniformInt: dtype must be int32 or int64, got {dt.name}",
+                                       op_name="RandomUniformInt")
+        lo, hi = convert_to_tensor(minval, dtype=dt), convert_to_tensor(maxval, dtype=dt)
+        if lo.shape.rank not in (0, None) or hi.shape.rank not in (0, None):
+            raise InvalidArgumentError(f"RandomUniformInt: minval and maxval must be scalars, got shapes {lo.shape} "
+                                       f"and {hi.shape}", op_name="RandomUniformInt")
+        return execute(RANDOM_UNIFORM_INT, (s, lo, hi), {"state": _new_state(seed)}, name)
+    dt = _float_dtype(dt, "RandomUniform")
+    maxval = 1 if maxval is None else maxval
+    x = execute(RANDOM_UNIFORM, (s,), {"dtype": dt, "state": _new_state(seed)}, name)
+    if _is_const(minval, 0) and _is_const(maxval, 1):
+        return x
+    from .math import subtract
+    lo = minval if isinstance(minval, Tensor) else convert_to_tensor(minval, dtype=dt)
+    hi = maxval if isinstance(maxval, Tensor) else convert_to_tensor(maxval, dtype=dt)
+    return _affine(x, subtract(hi, lo), lo, dt, False, _is_const(minval, 0))
