@@ -1,4 +1,13 @@
 """graphjit's `@function`: signatures, trace cache, concrete functions, retrace log.
 
-(Being built: see issue 6.)  Imports `autograph`, `graph_runtime` and `eager`.
+`function` turns a Python function into a `Function` that traces one graph per
+input signature (after AutoGraph conversion) and replays it through the
+compiled executor.  Imports `autograph`, `graph_runtime` and `eager`.
 """
+from .tensor_spec import TensorSpec
+from .function import Function, RetraceWarning, function
+from .concrete import ConcreteFunction
+from .retrace_log import RetraceError, TraceRecord, no_retrace
+
+__all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "RetraceError", "RetraceWarning",
+           "TraceRecord", "no_retrace"]

@@ -1,0 +1,282 @@
+"""`ConcreteFunction`: one traced graph plus its compiled replay plan.
+
+`trace_concrete(function, args, kwargs, specs, allow_variable_creation)` runs
+the Python function once inside a `FuncGraph`: each tensor leaf of the call
+(eager tensor, ndarray or TensorSpec) becomes a placeholder, Python leaves are
+passed as they are, variables are used by reference.  Stateful ops are kept as
+targets so they run on every call, in creation (program) order.  Variables
+created while tracing are initialized right away ("lifted"): their initial
+value is computed from the trace graph, and those initializer ops are not
+replayed.  The graph is then optimized and compiled to a plan that takes the
+flat list of argument arrays and returns the flat list of output arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import eager as ek
+from eager import tape_state as _tape_state
+from eager.tensor import Tensor
+from graph_runtime.graph import Graph
+from graph_runtime.compiler import compile_plan, prune
+from graph_runtime import placeholder
+
+from .tensor_spec import TensorSpec
+
+_tape_local = _tape_state._state
+_NOT_TARGETS = frozenset({"ReadVariableOp", "Placeholder"})
+
+
+class FuncGraph(Graph):
+    """The graph a Python function is traced into; lifts variable creation out of it."""
+
+    def __init__(self, name: str, allow_variable_creation: bool):
+        super().__init__(name)
+        self.allow_variable_creation = allow_variable_creation
+        self.created_variables: list = []
+        self.lifted_ops: set = set()
+
+    def create_variable(self, var, init_tensor) -> None:
+        if not self.allow_variable_creation:
+            raise ValueError(
+                f"Variable {var._name!r} was created on a call after the first: a traced function may create "
+                f"variables only on its first call, and only once (graphjit, like TensorFlow, traces the "
+                f"first call twice to check this). Create the variable outside the function, or guard it: "
+                f"`if self.v is None: self.v = Variable(...)`.")
+        ops = prune([], [init_tensor], [])
+        for op in ops:
+            if op.type == "Placeholder":
+                raise ValueError(f"Variable {var._name!r}: its initial value depends on the function's "
+                                 f"arguments; initialize it from constants or random ops instead")
+        plan = compile_plan(self, [], [init_tensor], container="single", check_feeds=False)
+        var._value = np.array(plan())
+        self.lifted_ops.update(id(o) for o in ops)
+        self.created_variables.append(var)
+
+
+def _is_tensor_leaf(x) -> bool:
+    return isinstance(x, (Tensor, np.ndarray, np.generic, TensorSpec))
+
+
+def _flat_call(args, kwargs) -> list:
+    if kwargs:
+        return ek.nest.flatten([list(args), {k: kwargs[k] for k in sorted(kwargs)}])
+    return ek.nest.flatten(list(args))
+
+
+class ConcreteFunction:
+    """A traced graph with fixed input specs; callable with tensors of those specs."""
+
+    def __init__(self, name, graph, inputs, input_specs, structured_input_signature, outputs,
+                 structured_outputs, output_template, plan, nodes_before, nodes_after, python_function=None):
+        self._name = name
+        self.graph = graph
+        self.inputs = inputs                  # placeholders, in flat argument order
+        self._input_specs = input_specs
+        self.structured_input_signature = structured_input_signature
+        self.outputs = outputs                # fetched graph tensors
+        self.structured_outputs = structured_outputs
+        self._output_template = output_template
+        self._plan = plan
+        self._single = (len(output_template) == 1 and output_template[0][0] == "t"
+                        and not ek.nest.is_nested(structured_outputs))
+        self.nodes_before = nodes_before
+        self.nodes_after = nodes_after
+        self._hits = 0
+        self._python_function = python_function
+
+    # -- calling ---------------------------------------------------------------
+    _tape_info = None
+
+    def _call(self, args, kwargs):
+        if _tape_local.tapes:
+            return self._call_recorded(args, kwargs)
+        if not kwargs and all(type(a) is Tensor for a in args) and len(args) == len(self.inputs):
+            arrays = [a._value for a in args]
+        else:
+            arrays = []
+            for x in _flat_call(args, kwargs):
+                if isinstance(x, Tensor):
+                    arrays.append(x._value)
+                elif isinstance(x, (np.ndarray, np.generic)):
+                    arrays.append(np.asarray(x))
+        return self._run(arrays)
+
+    def _call_recorded(self, args, kwargs):
+        from .call_op import call_recorded
+        inputs = [ek.convert_to_tensor(x) for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
+        outs = call_recorded(self, inputs)
+        return self._pack(outs)
+
+    def _pack(self, tensors):
+        if self._single:
+            return tensors[0]
+        out = [tensors[ref] if kind == "t" else ref for kind, ref in self._output_template]
+        return ek.nest.pack_sequence_as(self.structured_outputs, out)
+
+    def _run(self, arrays):
+        results = self._plan(*arrays)
+        if self._single:
+            return Tensor(results[0])
+        # template entries: ("t", fetch index) or ("c", a Python value returned as is)
+        out = [Tensor(results[ref]) if kind == "t" else ref for kind, ref in self._output_template]
+        return ek.nest.pack_sequence_as(self.structured_outputs, out)
+
+    def __call__(self, *args, **kwargs):
+        """Call with tensors matching this function's input specs (checked)."""
+        flat = [x for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
+        if len(flat) != len(self.inputs):
+            raise TypeError(f"{self._name}: expected {len(self.inputs)} tensor arguments, got {len(flat)}")
+        arrays = []
+        for x, spec in zip(flat, self._input_specs):
+            t = ek.convert_to_tensor(x)
+            if not spec.is_compatible_with(t):
+                raise TypeError(f"{self._name}: argument {t.dtype.name}{t.shape} is not compatible with "
+                                f"{spec!r}")
+            arrays.append(t._value)
+        return self._run(arrays)
+
+    # -- introspection -----------------------------------------------------------
+    def _accepts(self, args, kwargs) -> bool:
+        """Do these call arguments fit this trace (for relaxed/None-dim lookups)?"""
+        return self._accept_key is not None and self._accept_key(args, kwargs)
+
+    _accept_key = None
+
+    def _is_more_specific_than(self, other: "ConcreteFunction") -> bool:
+        return all(a.is_subtype_of(b) for a, b in zip(self._input_specs, other._input_specs))
+
+    def _matches_specs(self, args) -> bool:
+        flat = [x for x in ek.nest.flatten(list(args)) if _is_tensor_leaf(x)]
+        specs = [x if isinstance(x, TensorSpec) else TensorSpec(np.shape(x) if not isinstance(x, Tensor)
+                                                                else x.shape, ek.as_dtype(x.dtype)) for x in flat]
+        return len(specs) == len(self._input_specs) and all(a == b for a, b in zip(specs, self._input_specs))
+
+    def pretty_printed_signature(self, verbose: bool = True) -> str:
+        args = ", ".join(self.structured_input_signature)
+        head = f"{self._name}({args})"
+        if not verbose:
+            return head
+        outs = ", ".join(f"{t.dtype.name}{t.shape}" for t in self.outputs) or "()"
+        return f"{head}\n  Returns: {outs}"
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self.pretty_printed_signature(verbose=False)}>"
+
+
+# ------------------------------------------------------------------ tracing
+def _leaf_spec(x, spec):
+    if spec is not None:
+        return spec
+    if isinstance(x, TensorSpec):
+        return x
+    if isinstance(x, Tensor):
+        return TensorSpec(x.shape, x.dtype)
+    return TensorSpec(np.shape(x), ek.as_dtype(np.asarray(x).dtype))
+
+
+def _placeholder_name(path: str, used: set) -> str:
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_") or "arg"
+    name, i = base, 1
+    while name in used:
+        name, i = f"{base}_{i}", i + 1
+    used.add(name)
+    return name
+
+
+def _make_acceptor(leaves, specs):
+    """A predicate: do call arguments fit this trace (same Python leaves, compatible tensors)?"""
+    template = []
+    it = iter(specs)
+    for x in leaves:
+        if _is_tensor_leaf(x):
+            template.append(("t", next(it)))
+        elif getattr(x, "_is_variable", False):
+            template.append(("v", x))
+        else:
+            template.append(("p", (type(x), x)))
+
+    def accepts(args, kwargs) -> bool:
+        flat = _flat_call(args, kwargs)
+        if len(flat) != len(template):
+            return False
+        for x, (kind, ref) in zip(flat, template):
+            if kind == "t":
+                if not _is_tensor_leaf(x) or isinstance(x, TensorSpec):
+                    return False
+                dt = x.dtype if isinstance(x, Tensor) else ek.as_dtype(np.asarray(x).dtype)
+                if dt is not ref.dtype or not ref.shape.is_compatible_with(np.shape(x) if not isinstance(x, Tensor)
+                                                                            else x.shape):
+                    return False
+            elif kind == "v":
+                if x is not ref:
+                    return False
+            else:
+                try:
+                    if type(x) is not ref[0] or x != ref[1]:
+                        return False
+                except Exception:
+                    return False
+        return True
+    return accepts
+
+
+def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
+    """Trace `function` for this call; returns (ConcreteFunction, created_variables)."""
+    from .signature import describe
+    name = function._name
+    leaves = _flat_call(args, kwargs)
+    tensor_leaves = [x for x in leaves if _is_tensor_leaf(x)]
+    if specs is not None and len(specs) != len(tensor_leaves):
+        raise TypeError(f"{name}: {len(tensor_leaves)} tensor arguments for {len(specs)} signature entries")
+    infos, _ = describe(args, kwargs, function._arg_names)
+    tensor_paths = [i.path for i in infos if i.kind == "tensor"]
+    graph = FuncGraph(name, allow_variable_creation)
+    used: set = set()
+    placeholders, input_specs = [], []
+    with graph.as_default():
+        new_leaves = []
+        k = 0
+        for x in leaves:
+            if _is_tensor_leaf(x):
+                spec = _leaf_spec(x, None if specs is None else specs[k])
+                path = tensor_paths[k] if k < len(tensor_paths) else f"arg{k}"
+                ph = placeholder(spec.dtype, spec.shape.dims, name=_placeholder_name(path, used))
+                placeholders.append(ph)
+                input_specs.append(spec)
+                new_leaves.append(ph)
+                k += 1
+            else:
+                new_leaves.append(x)
+        structure = [list(args), {kk: kwargs[kk] for kk in sorted(kwargs)}] if kwargs else list(args)
+        rebuilt = ek.nest.pack_sequence_as(structure, new_leaves)
+        call_args, call_kwargs = (rebuilt[0], rebuilt[1]) if kwargs else (rebuilt, {})
+        result = function._python_callable()(*call_args, **call_kwargs)
+        fetches, template = [], []
+        out_leaves = ek.nest.flatten(result)
+        for leaf in out_leaves:
+            if getattr(leaf, "_is_variable", False):
+                leaf = leaf.value()
+            if isinstance(leaf, Tensor):
+                t = leaf if (leaf._is_symbolic and leaf.graph is graph) else graph.capture(leaf)
+                template.append(("t", len(fetches)))
+                fetches.append(t)
+            else:
+                template.append(("c", leaf))
+    targets = [op for op in graph.get_operations()
+               if op.opdef.stateful and op.type not in _NOT_TARGETS and id(op) not in graph.lifted_ops]
+    nodes_before = len(graph.get_operations())
+    plan, nodes_after = _compile(graph, placeholders, fetches, targets)
+    cf = ConcreteFunction(
+        name, graph, placeholders, input_specs,
+        [f"{p}: {s.short()}" for p, s in zip(tensor_paths, input_specs)] +
+        [f"{i.path}: {i.describe()}" for i in infos if i.kind != "tensor"],
+        fetches, result, template, plan, nodes_before, nodes_after, function.python_function)
+    cf._accept_key = _make_acceptor(leaves, input_specs)
+    return cf, bool(graph.created_variables)
+
+
+def _compile(graph, feeds, fetches, targets):
+    """Optimize (when the optimizer is available) and compile; returns (plan, node count after)."""
+    plan = compile_plan(graph, feeds, fetches, targets, container="tuple", check_feeds=False)
+    return plan, len(plan.steps)

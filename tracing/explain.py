@@ -1,0 +1,124 @@
+"""Why did a function retrace?  Argument-by-argument differences, with fixes.
+
+`diff(old, new)` compares two described signatures (lists of `ArgInfo`) and
+returns every `Change`: a tensor's shape or dtype, a Python value or type, a
+different variable or object, or an argument/key that appeared or vanished.
+`closest(previous, new)` picks the cached signature with the fewest changes
+(the one the user most likely meant to hit).  `suggest(changes)` turns changes
+into concrete advice (`input_signature=[TensorSpec([None], float32)]`, "pass a
+tensor instead of a Python number", ...).  Pure functions; no graph work.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .signature import ArgInfo
+from .tensor_spec import TensorSpec
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    what: str       # "shape" | "dtype" | "python value" | "python type" | "variable" | "object" | "added" | "removed" | "kind"
+    before: str
+    after: str
+
+    def __str__(self):
+        if self.what == "added":
+            return f"{self.path}: new argument or key ({self.after})"
+        if self.what == "removed":
+            return f"{self.path}: argument or key no longer passed (was {self.before})"
+        return f"{self.path}: {self.what} {self.before} -> {self.after}"
+
+
+def _shape_str(spec: TensorSpec) -> str:
+    return str(spec.shape)
+
+
+def diff(old: list[ArgInfo], new: list[ArgInfo]) -> list[Change]:
+    o = {a.path: a for a in old}
+    n = {a.path: a for a in new}
+    changes = []
+    for path, a in n.items():
+        b = o.get(path)
+        if b is None:
+            changes.append(Change(path, "added", "", a.describe()))
+            continue
+        if a.kind != b.kind:
+            changes.append(Change(path, "kind", b.describe(), a.describe()))
+        elif a.kind == "tensor":
+            if a.spec.dtype is not b.spec.dtype:
+                changes.append(Change(path, "dtype", b.spec.dtype.name, a.spec.dtype.name))
+            if a.spec.shape != b.spec.shape:
+                changes.append(Change(path, "shape", _shape_str(b.spec), _shape_str(a.spec)))
+        elif a.kind == "python":
+            if type(a.spec) is not type(b.spec):
+                changes.append(Change(path, "python type", b.describe(), a.describe()))
+            elif a.spec != b.spec:
+                changes.append(Change(path, "python value",
+                                      f"Python {type(b.spec).__name__} {b.spec!r}", f"{a.spec!r}"))
+        elif a.spec is not b.spec:
+            changes.append(Change(path, "variable" if a.kind == "variable" else "object", b.describe(),
+                                  a.describe()))
+    for path, b in o.items():
+        if path not in n:
+            changes.append(Change(path, "removed", b.describe(), ""))
+    return changes
+
+
+def closest(previous: list[list[ArgInfo]], new: list[ArgInfo]) -> tuple[int, list[Change]]:
+    """Index of the previous signature with the fewest changes, and those changes."""
+    best, best_changes = -1, None
+    for i, old in enumerate(previous):
+        c = diff(old, new)
+        if best_changes is None or len(c) < len(best_changes):
+            best, best_changes = i, c
+    return best, best_changes or []
+
+
+def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo]) -> list[str]:
+    """Concrete fixes for a list of changes."""
+    tips = []
+    new_by_path = {a.path: a for a in new}
+    old_by_path = {a.path: a for a in old}
+    shape_paths = [c.path for c in changes if c.what == "shape"]
+    if shape_paths:
+        specs = []
+        for a in new:
+            if a.kind != "tensor":
+                continue
+            spec = a.spec
+            if a.path in shape_paths and a.path in old_by_path:
+                spec = spec.most_specific_common_supertype(old_by_path[a.path].spec) or spec
+            specs.append(f"TensorSpec({_dims(spec)}, {spec.dtype.name})")
+        tips.append(f"shapes vary between calls ({', '.join(shape_paths)}): declare "
+                    f"input_signature=[{', '.join(specs)}] or use reduce_retracing=True so one trace serves them")
+    for c in changes:
+        if c.what == "python value":
+            tips.append(f"{c.path} is a Python value, so each new value traces a new graph: pass a tensor "
+                        f"instead of a Python number (e.g. eager.constant({new_by_path[c.path].spec!r}))")
+        elif c.what == "python type":
+            tips.append(f"{c.path} changed Python type; 1, 1.0 and True are different keys: pass one type "
+                        f"consistently, or a tensor")
+        elif c.what == "dtype":
+            tips.append(f"{c.path} changed dtype: cast it to one dtype before the call (eager.cast)")
+        elif c.what in ("added", "removed", "kind"):
+            tips.append(f"the argument structure changed at {c.path}: keep the same nesting, keys and "
+                        f"argument kinds between calls")
+        elif c.what == "object":
+            tips.append(f"{c.path} is a different Python object (objects are keyed by identity): reuse one "
+                        f"object, or pass its numeric state as tensors")
+        elif c.what == "variable":
+            tips.append(f"{c.path} is a different Variable: variables are captured by reference, so each "
+                        f"variable gets its own trace; reuse one variable and assign() to it")
+    seen, out = set(), []
+    for t in tips:
+        if t not in seen:
+            seen.add(t)
+            out.append(t)
+    return out
+
+
+def _dims(spec: TensorSpec) -> str:
+    d = spec.shape.dims
+    return "None" if d is None else "[" + ", ".join("None" if x is None else str(x) for x in d) + "]"

@@ -1,0 +1,294 @@
+"""`function` / `Function`: one cached graph per input signature.
+
+Call path (the hot path, kept lean): `call_key(args, kwargs)` -> dict lookup in
+the dispatch table -> `ConcreteFunction._call(args, kwargs)`.  On a miss, under
+a lock (concurrent first calls trace once): find the most specific compatible
+existing trace (a `[None]` trace serves every 1-D call; with
+`input_signature` the single signature must fit or TypeError), else trace a
+new one, recording why in `trace_log`.  Variables may be created only on the
+first call: if the first trace creates variables it is traced again, and a
+second creation raises ValueError, as in TensorFlow.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+import time
+import warnings
+
+import eager as ek
+from eager import context as _context
+
+from . import explain as _explain
+from .concrete import ConcreteFunction, trace_concrete
+from .retrace_log import RecentCalls, RetraceError, TraceRecord, retrace_forbidden, user_call_site
+from .signature import ArgInfo, call_key, describe
+from .tensor_spec import TensorSpec
+
+
+_context_state = _context._state
+
+
+class Function:
+    """A Python function compiled to cached graphs (see API.md, `tracing`)."""
+
+    def __init__(self, python_function, input_signature=None, autograph=True, reduce_retracing=False,
+                 max_traces=None, name=None):
+        if not callable(python_function):
+            raise TypeError(f"function() needs a callable, got {type(python_function).__name__}")
+        self.python_function = python_function
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._max_traces = max_traces
+        if input_signature is not None:
+            input_signature = tuple(input_signature)
+            for s in ek.nest.flatten(list(input_signature)):
+                if not isinstance(s, TensorSpec):
+                    raise TypeError(f"input_signature must contain only TensorSpec objects, got {s!r}")
+        self._input_signature = input_signature
+        try:
+            self._arg_names = [p.name for p in inspect.signature(python_function).parameters.values()
+                               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        except (TypeError, ValueError):
+            self._arg_names = []
+        self._dispatch: dict = {}          # exact call key -> ConcreteFunction
+        self._concrete: list = []          # ConcreteFunctions in trace order
+        self._signatures: list = []        # described signature (list[ArgInfo]) per concrete function
+        self.trace_log: list[TraceRecord] = []
+        self._lock = threading.RLock()
+        self._recent = RecentCalls()
+        self._created_variables = False
+        self._converted = None
+        functools.update_wrapper(self, python_function)
+
+    # -------------------------------------------------------------- calling
+    def __call__(self, *args, **kwargs):
+        if not _context_state.stack[-1].is_eager:
+            # called while tracing another function: inline this one into the outer graph
+            return self._python_callable()(*args, **kwargs)
+        key = call_key(args, kwargs)
+        cf = self._dispatch.get(key)
+        if cf is None:
+            cf = self._resolve(args, kwargs, key)
+        else:
+            cf._hits += 1
+            if self._recent.warned is False:
+                self._recent.add(False)
+        return cf._call(args, kwargs)
+
+    def __get__(self, instance, owner):
+        """Methods: one Function per instance, bound to it."""
+        if instance is None:
+            return self
+        attr = f"_graphjit_function_{self._name}_{id(self)}"
+        bound = instance.__dict__.get(attr)
+        if bound is None:
+            bound = Function(functools.partial(self.python_function, instance), self._input_signature,
+                             self._autograph, self._reduce_retracing, self._max_traces, self._name)
+            bound._arg_names = self._arg_names[1:]
+            bound._unbound_function = self.python_function
+            bound._instance = instance
+            instance.__dict__[attr] = bound
+        return bound
+
+    def _resolve(self, args, kwargs, key):
+        with self._lock:
+            cf = self._dispatch.get(key)
+            if cf is not None:
+                cf._hits += 1
+                return cf
+            cf = self._find_compatible(args, kwargs)
+            if cf is None:
+                cf = self._trace(args, kwargs)
+            else:
+                cf._hits += 1
+                self._recent.add(False)
+            self._dispatch[key] = cf
+            return cf
+
+    def _find_compatible(self, args, kwargs):
+        """The most specific existing trace whose signature accepts these arguments."""
+        best = None
+        for cf in self._concrete:
+            if cf._accepts(args, kwargs) and (best is None or cf._is_more_specific_than(best)):
+                best = cf
+        if best is None and self._input_signature is not None and self._concrete:
+            raise TypeError(self._signature_mismatch(args, kwargs))
+        return best
+
+    def _signature_mismatch(self, args, kwargs) -> str:
+        got, _ = describe(args, kwargs, self._arg_names)
+        return (f"{self._name}: the arguments do not match its input_signature "
+                f"{list(self._input_signature)}: got ({', '.join(f'{a.path}: {a.describe()}' for a in got)})")
+
+    # -------------------------------------------------------------- tracing
+    def _trace(self, args, kwargs, reason=None):
+        infos, _ = describe(args, kwargs, self._arg_names)
+        record_changes, suggestions = [], []
+        if self._concrete:
+            _, record_changes = _explain.closest(self._signatures, infos)
+            old = self._signatures[_explain.closest(self._signatures, infos)[0]]
+            suggestions = _explain.suggest(record_changes, old, infos)
+            explanation = self._explain_text(record_changes, suggestions)
+            if retrace_forbidden():
+                raise RetraceError(f"{self._name} would retrace inside no_retrace()", explanation)
+            if self._max_traces is not None and len(self._concrete) >= self._max_traces:
+                raise RetraceError(f"{self._name} would trace a {len(self._concrete) + 1}th graph but "
+                                   f"max_traces={self._max_traces}", explanation)
+        specs = self._trace_specs(args, kwargs, infos)
+        call_site = user_call_site()
+        t0 = time.perf_counter()
+        cf = self._build(args, kwargs, specs)
+        elapsed = time.perf_counter() - t0
+        cf._hits = 1
+        self._concrete.append(cf)
+        self._signatures.append(infos)
+        if reason is None:
+            reason = "first call" if len(self._concrete) == 1 else \
+                "; ".join(str(c) for c in record_changes) or "no compatible trace"
+        self.trace_log.append(TraceRecord(len(self._concrete), cf.pretty_printed_signature(verbose=False),
+                                          reason, call_site, elapsed, cf.nodes_before, cf.nodes_after,
+                                          record_changes, suggestions))
+        if self._recent.add(True):
+            warnings.warn(f"{self._name} retraced {self._recent.threshold} times in its last 10 calls. "
+                          f"Latest: {reason}. " + (" ".join(suggestions) if suggestions else ""),
+                          RetraceWarning, stacklevel=4)
+        return cf
+
+    def _trace_specs(self, args, kwargs, infos: list[ArgInfo]):
+        """Specs for the tensor leaves of this call: exact, from input_signature, or relaxed."""
+        if self._input_signature is not None and not any(isinstance(a, TensorSpec)
+                                                           for a in ek.nest.flatten(list(args))):
+            return self._specs_from_signature(args, kwargs)
+        if self._reduce_retracing and self._signatures:
+            return self._relaxed_specs(infos)
+        return None  # exact shapes of the call
+
+    def _specs_from_signature(self, args, kwargs):
+        sig = self._input_signature
+        if kwargs or len(args) != len(sig):
+            if kwargs or len(args) > len(sig):
+                raise TypeError(f"{self._name}: called with {len(args)} positional and {len(kwargs)} keyword "
+                                f"arguments, but input_signature has {len(sig)} entries")
+        flat_specs = ek.nest.flatten(list(sig))
+        flat_args = ek.nest.flatten(list(args))
+        if len(flat_specs) != len(flat_args) or not ek.nest.same_structure(
+                [_strip(a) for a in args], [_strip(s) for s in sig]):
+            raise TypeError(self._signature_mismatch(args, kwargs))
+        for spec, a in zip(flat_specs, flat_args):
+            if not (isinstance(a, (ek.Tensor, )) or hasattr(a, "shape")) or \
+                    not spec.is_compatible_with(_as_spec(a)):
+                raise TypeError(self._signature_mismatch(args, kwargs))
+        return flat_specs
+
+    def _relaxed_specs(self, infos):
+        """reduce_retracing: generalize differing dims to None against the closest trace."""
+        idx, _ = _explain.closest(self._signatures, infos)
+        old = {a.path: a for a in self._signatures[idx]}
+        specs = []
+        for a in infos:
+            if a.kind != "tensor":
+                continue
+            b = old.get(a.path)
+            spec = a.spec
+            if b is not None and b.kind == "tensor":
+                spec = a.spec.most_specific_common_supertype(b.spec) or a.spec
+                if spec.shape.rank is None and a.spec.shape.rank != b.spec.shape.rank:
+                    spec = TensorSpec(None, a.spec.dtype)
+            specs.append(spec)
+        return specs
+
+    def _build(self, args, kwargs, specs):
+        creating_first = not self._concrete
+        cf, created = trace_concrete(self, args, kwargs, specs, allow_variable_creation=creating_first)
+        if created:
+            self._created_variables = True
+            cf2, created2 = trace_concrete(self, args, kwargs, specs, allow_variable_creation=False)
+            cf = cf2
+        return cf
+
+    def _python_callable(self):
+        """The function to trace: converted by autograph when enabled (cached)."""
+        if not self._autograph:
+            return self.python_function
+        if self._converted is None:
+            try:
+                from autograph import convert
+                self._converted = convert(self.python_function)
+            except ImportError:
+                self._converted = self.python_function
+        return self._converted
+
+    # -------------------------------------------------------------- introspection
+    def get_concrete_function(self, *args, **kwargs) -> ConcreteFunction:
+        """The concrete function for these arguments (tensors or TensorSpecs), tracing if needed."""
+        if not args and not kwargs and self._input_signature is not None:
+            args = self._input_signature
+        if not any(isinstance(a, TensorSpec) for a in ek.nest.flatten([list(args), kwargs])):
+            key = call_key(args, kwargs)
+            return self._dispatch.get(key) or self._resolve(args, kwargs, key)
+        with self._lock:
+            for cf in self._concrete:
+                if cf._matches_specs(args):
+                    return cf
+            cf = self._trace(args, kwargs, reason="get_concrete_function")
+            cf._hits = 0
+            return cf
+
+    def experimental_get_tracing_count(self) -> int:
+        return len(self._concrete)
+
+    def pretty_printed_concrete_signatures(self, verbose=True) -> str:
+        return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in self._concrete)
+
+    def cache_stats(self) -> dict:
+        """Calls served per traced signature (the trace's own call counts as one)."""
+        return {cf.pretty_printed_signature(verbose=False): cf._hits for cf in self._concrete}
+
+    def explain_retracing(self) -> str:
+        """For every trace after the first: each argument that differed, how, and a fix."""
+        if len(self.trace_log) <= 1:
+            return f"{self._name} traced {len(self.trace_log)} time(s): nothing to explain."
+        lines = [f"{self._name} traced {len(self.trace_log)} times."]
+        for rec in self.trace_log[1:]:
+            lines.append(f"Trace #{rec.index} at {rec.call_site} {rec.signature}:")
+            lines.append(self._explain_text(rec.changes, rec.suggestions, indent="  "))
+        return "\n".join(lines)
+
+    @staticmethod
+    def _explain_text(changes, suggestions, indent="") -> str:
+        out = [f"{indent}- {c}" for c in changes] or [f"{indent}- no argument changed (new trace requested)"]
+        out += [f"{indent}  fix: {s}" for s in suggestions]
+        return "\n".join(out)
+
+    def __repr__(self):
+        return f"<graphjit.Function {self._name} ({len(self._concrete)} traces)>"
+
+
+class RetraceWarning(UserWarning):
+    """Emitted when a function retraces on 5 of its last 10 calls."""
+
+
+def _strip(s):
+    if isinstance(s, (list, tuple)) and not hasattr(s, "_fields"):
+        return [_strip(x) for x in s]
+    if isinstance(s, dict):
+        return {k: _strip(v) for k, v in s.items()}
+    return s
+
+
+def _as_spec(a):
+    if isinstance(a, TensorSpec):
+        return a
+    return TensorSpec(tuple(a.shape), ek.as_dtype(a.dtype))
+
+
+def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None):
+    """Decorator: compile `func` into cached graphs (`@function` or `@function(...)`)."""
+    def decorate(f):
+        return Function(f, input_signature, autograph, reduce_retracing, max_traces)
+    if func is not None:
+        return decorate(func)
+    return decorate

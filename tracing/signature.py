@@ -1,0 +1,113 @@
+"""Cache keys for traced functions, and readable per-argument signatures.
+
+`call_key(args, kwargs)` is on the hot path of every call: one pass over the
+arguments building a hashable tuple.  Per leaf: an eager tensor or ndarray ->
+(shape, numpy dtype); a symbolic tensor -> (dims, DType); a Variable -> its
+identity (variables are captured by reference, so a different variable is a
+different graph); a Python scalar/str/None -> (type, value), so `1`, `1.0`
+and `True` are different keys (unlike TensorFlow); lists/tuples/dicts/
+namedtuples -> structural (dict key order ignored, list != tuple); other
+hashable objects -> the object itself (identity for plain objects).
+Unhashable leaves raise TypeError naming the argument.
+
+`describe(args, kwargs, names)` gives the slow, readable form used when a trace
+happens: a list of `ArgInfo(path, kind, spec_or_value)` leaves used by the
+retrace explanations.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import eager as ek
+from eager.tensor import Tensor
+
+from .tensor_spec import TensorSpec
+
+_SCALARS = (int, float, bool, str, bytes, type(None), complex)
+
+
+def _leaf_key(x):
+    t = type(x)
+    if t is Tensor:
+        v = x._value
+        return (v.shape, v.dtype)
+    if t in _SCALARS:
+        return (t, x)
+    if t is list:
+        return ("L",) + tuple([_leaf_key(c) for c in x])
+    if t is tuple:
+        return ("T",) + tuple([_leaf_key(c) for c in x])
+    if t is dict:
+        return ("D",) + tuple(sorted(((k, _leaf_key(v)) for k, v in x.items()), key=lambda kv: repr(kv[0])))
+    if isinstance(x, Tensor):  # symbolic: calling a function while tracing another
+        return ("S", x.shape.dims, x.dtype)
+    if isinstance(x, (np.ndarray, np.generic)):
+        return (x.shape, x.dtype)
+    if getattr(x, "_is_variable", False):
+        return ("V", id(x))
+    if isinstance(x, tuple) and hasattr(t, "_fields"):
+        return ("N", t) + tuple([_leaf_key(c) for c in x])
+    if isinstance(x, TensorSpec):
+        return ("S", x.shape.dims, x.dtype)
+    try:
+        hash(x)
+    except TypeError:
+        raise TypeError(f"cannot use an unhashable {t.__name__} ({x!r:.60}) as an argument of a traced function: "
+                        f"its value would be part of the trace cache key. Pass a tensor, a tuple, or a "
+                        f"hashable value instead") from None
+    return ("O", x)
+
+
+def call_key(args: tuple, kwargs: dict):
+    """Hashable key for a call (fast path)."""
+    key = tuple([_leaf_key(a) for a in args])
+    if kwargs:
+        return key, tuple(sorted((k, _leaf_key(v)) for k, v in kwargs.items()))
+    return key
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    """One leaf of a call signature: where it is, what kind, and its spec or value."""
+
+    path: str
+    kind: str          # "tensor" | "variable" | "python" | "object"
+    spec: Any          # TensorSpec for tensors/variables, the value for python leaves
+
+    def describe(self) -> str:
+        if self.kind == "tensor":
+            return self.spec.short()
+        if self.kind == "variable":
+            return f"variable {self.spec.name}"
+        if self.kind == "python":
+            return f"Python {type(self.spec).__name__} {self.spec!r}"
+        return f"{type(self.spec).__name__} object at {id(self.spec):#x}"
+
+
+def describe(args: tuple, kwargs: dict, names: list[str]) -> tuple[list[ArgInfo], str]:
+    """Readable leaves of a call, plus a structure string (for 'structure changed' messages)."""
+    named = {}
+    for i, a in enumerate(args):
+        named[names[i] if i < len(names) else f"args[{i}]"] = a
+    named.update(kwargs)
+    leaves = []
+    for top, value in named.items():
+        for path, leaf in ek.nest.flatten_with_paths(value, top):
+            leaves.append(_info(path, leaf))
+    return leaves, ek.nest.structure_repr(list(named.values())) + " keys=" + ",".join(named)
+
+
+def _info(path, leaf) -> ArgInfo:
+    if isinstance(leaf, (Tensor, np.ndarray, np.generic)):
+        return ArgInfo(path, "tensor", TensorSpec(leaf.shape if isinstance(leaf, Tensor) else np.shape(leaf),
+                                                  ek.as_dtype(leaf.dtype)))
+    if isinstance(leaf, TensorSpec):
+        return ArgInfo(path, "tensor", leaf)
+    if getattr(leaf, "_is_variable", False):
+        return ArgInfo(path, "variable", leaf)
+    if isinstance(leaf, _SCALARS):
+        return ArgInfo(path, "python", leaf)
+    return ArgInfo(path, "object", leaf)
