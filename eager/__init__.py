@@ -17,6 +17,14 @@ from .ops.constant import identity, stop_gradient
 from .ops.math import *  # noqa: F401,F403 - each ops module lists its public names in __all__
 from .ops.reduction import *  # noqa: F401,F403
 from .ops.array import *  # noqa: F401,F403
+from .ops.creation import *  # noqa: F401,F403
+from .ops.manipulation import *  # noqa: F401,F403
+from .ops.padding import *  # noqa: F401,F403
+from .ops.indexing import *  # noqa: F401,F403
+from .ops.gather import *  # noqa: F401,F403
+from .ops.sorting import *  # noqa: F401,F403
+from .ops.contraction import *  # noqa: F401,F403
+from .ops import strings
 from .ops import nn, random, debugging
 from .ops.logging import print  # noqa: A001 - TensorFlow's name (tf.print)
 from .variables import Variable

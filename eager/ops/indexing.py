@@ -1,0 +1,275 @@
+"""Tensor indexing: `StridedSlice` (+ `StridedSliceGrad`) and `tensor[key]`.
+
+`getitem(tensor, key)` implements `Tensor.__getitem__` as TensorFlow does:
+ints (negative ones too), slices with steps, `...`, `None` (new axis) and
+scalar integer tensors become one `StridedSlice` op whose begin/end/strides are
+int tensor inputs (constants unless the key holds tensors, which are stacked,
+so `x[i]` with a symbolic `i` builds a graph); the five bit masks are attrs.
+A list key is read as a tuple (TensorFlow's rule: `x[[0, 1]]` is `x[0, 1]`).
+A bool tensor or array as the whole key is `boolean_mask`; an integer tensor or
+array of rank >= 1 as the whole key is `gather` along axis 0 (TensorFlow
+rejects it; we accept it, NumPy-style).  The gradient scatters into zeros
+(`StridedSliceGrad`), whose own gradient is a strided slice again.
+"""
+from __future__ import annotations
+
+import builtins
+import operator
+
+import numpy as np
+
+from ..convert import convert_to_tensor
+from ..dispatch import execute
+from ..errors import InvalidArgumentError
+from ..registry import Spec, op
+from ..tensor import Tensor
+from ._args import fold, int_const, int_input, pack_ints, value_ints, vector_len
+
+__all__ = ["strided_slice"]
+
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+_bslice = builtins.slice
+_I32_MAX = 2 ** 31 - 1
+_UNKNOWN = object()  # a begin/end entry whose value is not known statically
+
+
+# ------------------------------------------------------------------ the primitive
+def _index_tuple(b, e, s, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask):
+    if not len(b) == len(e) == len(s):
+        raise InvalidArgumentError(f"StridedSlice: begin, end and strides must have the same length, got "
+                                   f"{len(b)}, {len(e)} and {len(s)}", op_name="StridedSlice")
+    idx = []
+    for i in range(len(b)):
+        bit = 1 << i
+        if ellipsis_mask & bit:
+            idx.append(Ellipsis)
+        elif new_axis_mask & bit:
+            idx.append(None)
+        elif shrink_axis_mask & bit:
+            idx.append(b[i])
+        else:
+            if s[i] == 0:
+                raise InvalidArgumentError(f"StridedSlice: strides[{i}] must be non-zero", op_name="StridedSlice")
+            idx.append(_bslice(None if begin_mask & bit else b[i], None if end_mask & bit else e[i], s[i]))
+    return tuple(idx)
+
+
+def _check_spec(n, rank, shape, attrs):
+    """Count input dims the spec consumes; raise when it does not fit `rank`."""
+    em = attrs["ellipsis_mask"] & ((1 << n) - 1)
+    if em & (em - 1):
+        raise InvalidArgumentError("StridedSlice: multiple ellipses in slice spec are not allowed",
+                                   op_name="StridedSlice")
+    consumed = sum(1 for i in range(n) if not ((attrs["ellipsis_mask"] | attrs["new_axis_mask"]) >> i) & 1)
+    if rank is not None and consumed > rank:
+        raise InvalidArgumentError(f"StridedSlice: too many indices ({consumed}) for a tensor of rank {rank} "
+                                   f"(shape {list(shape)})", op_name="StridedSlice")
+    return consumed
+
+
+def _ss_kernel(x, begin, end, strides, **attrs):
+    b, e, s = begin.tolist(), end.tolist(), strides.tolist()
+    _check_spec(len(b), np.ndim(x), np.shape(x), attrs)
+    idx = _index_tuple(b, e, s, **attrs)
+    try:
+        return x[idx]
+    except IndexError as err:
+        raise InvalidArgumentError(f"StridedSlice: {err} (input shape {list(np.shape(x))}, begin {b}, end {e}, "
+                                   f"strides {s})", op_name="StridedSlice") from None
+
+
+def _slice_len(d, start, stop, step):
+    return len(range(*_bslice(start, stop, step).indices(d)))
+
+
+def _ss_shape(shape, bv, ev, sv, n, attrs):
+    if shape is None or n is None:
+        return None
+    r = len(shape)
+    consumed = _check_spec(n, r, shape, attrs)
+    out, dim = [], 0
+    for i in range(n):
+        bit = 1 << i
+        if attrs["ellipsis_mask"] & bit:
+            k = r - consumed
+            out.extend(shape[dim:dim + k])
+            dim += k
+        elif attrs["new_axis_mask"] & bit:
+            out.append(1)
+        elif attrs["shrink_axis_mask"] & bit:
+            d = shape[dim]
+            if d is not None and bv is not None and not -d <= bv[i] < d:
+                raise InvalidArgumentError(f"StridedSlice: index {bv[i]} is out of bounds for dimension {dim} of "
+                                           f"size {d} (shape {list(shape)})", op_name="StridedSlice")
+            dim += 1
+        else:
+            d = shape[dim]
+            step = None if sv is None else sv[i]
+            start = None if attrs["begin_mask"] & bit else (bv[i] if bv is not None else _UNKNOWN)
+            stop = None if attrs["end_mask"] & bit else (ev[i] if ev is not None else _UNKNOWN)
+            if step == 0:
+                raise InvalidArgumentError(f"StridedSlice: strides[{i}] must be non-zero", op_name="StridedSlice")
+            if d is not None and step is not None and start is not _UNKNOWN and stop is not _UNKNOWN:
+                out.append(_slice_len(d, start, stop, step))
+            elif start is None and stop is None and step in (1, -1):
+                out.append(d)
+            else:
+                out.append(None)
+            dim += 1
+    out.extend(shape[dim:])
+    return tuple(out)
+
+
+def _infer_ss(specs, attrs):
+    x, b, e, s = specs
+    n = vector_len(b)
+    bv = value_ints(b)
+    if n is None and bv is not None:
+        n = len(bv)
+    shape = _ss_shape(x.shape, bv, value_ints(e), value_ints(s), n, attrs)
+    return [Spec(shape, x.dtype, fold(_ss_kernel, specs, attrs))]
+
+
+def _g_ss(op, dy):
+    from .array import shape
+    x, b, e, s = op.inputs
+    attrs = {k: op.get_attr(k) for k in _MASKS}
+    return [execute(STRIDED_SLICE_GRAD, (shape(x, out_type=b.dtype), b, e, s, dy), attrs), None, None, None]
+
+
+def _ss_grad_kernel(shape, begin, end, strides, dy, **attrs):
+    z = np.zeros(tuple(int(d) for d in shape), dtype=dy.dtype)
+    z[_index_tuple(begin.tolist(), end.tolist(), strides.tolist(), **attrs)] = dy
+    return z
+
+
+def _infer_ss_grad(specs, attrs):
+    sh, dy = specs[0], specs[4]
+    dims = value_ints(sh)
+    if dims is None:
+        n = vector_len(sh)
+        return [Spec(None if n is None else (None,) * n, dy.dtype)]
+    return [Spec(tuple(dims), dy.dtype)]
+
+
+def _g_ss_grad(op, g):
+    _, b, e, s, _ = op.inputs
+    attrs = {k: op.get_attr(k) for k in _MASKS}
+    return [None, None, None, None, execute(STRIDED_SLICE, (g, b, e, s), attrs)]
+
+
+STRIDED_SLICE = op("StridedSlice", _ss_kernel, _infer_ss, _g_ss)
+STRIDED_SLICE_GRAD = op("StridedSliceGrad", _ss_grad_kernel, _infer_ss_grad, _g_ss_grad)
+
+
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                  shrink_axis_mask=0, var=None, name=None):
+    """TensorFlow's `strided_slice`: begin/end/strides are 1-D int tensors, masks are bit fields."""
+    x = input_ if isinstance(input_, Tensor) else convert_to_tensor(input_)
+    b = int_input(begin, "begin", "StridedSlice")
+    e = int_input(end, "end", "StridedSlice")
+    if strides is None:
+        n = b.shape[0]
+        if n is None:
+            raise ValueError("strided_slice: strides must be given when begin has unknown length")
+        strides = [1] * n
+    s = int_input(strides, "strides", "StridedSlice")
+    attrs = {"begin_mask": int(begin_mask), "end_mask": int(end_mask), "ellipsis_mask": int(ellipsis_mask),
+             "new_axis_mask": int(new_axis_mask), "shrink_axis_mask": int(shrink_axis_mask)}
+    return execute(STRIDED_SLICE, (x, b, e, s), attrs, name)
+
+
+# ------------------------------------------------------------------ tensor[key]
+_KEY_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), newaxis (`None`) and scalar int32/int64 tensors "
+              "are valid indices")
+
+
+def _component(v, dynamic):
+    """One begin/end/stride entry: a Python int, or a scalar int tensor (sets dynamic[0])."""
+    if isinstance(v, Tensor) or hasattr(v, "_to_tensor"):
+        t = convert_to_tensor(v)
+        if not t.dtype.is_integer or t.shape.rank not in (0, None):
+            raise TypeError(f"{_KEY_ERROR}, got a {t.dtype.name} tensor of shape {t.shape}"
+                            + ("; use eager.gather for index lists" if t.dtype.is_integer else ""))
+        dynamic[0] = True
+        return t
+    if isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"{_KEY_ERROR}, got {v!r}")
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise TypeError(f"{_KEY_ERROR}, got {v!r}") from None
+
+
+def _whole_key(t, key):
+    """A key that is not a strided slice: bool mask -> boolean_mask, int array -> gather (else None)."""
+    if isinstance(key, Tensor) or hasattr(key, "_to_tensor"):
+        k = convert_to_tensor(key)
+        if k.dtype.is_bool:
+            from .gather import boolean_mask
+            return boolean_mask(t, k)
+        if k.dtype.is_integer and k.shape.rank != 0:
+            from .gather import gather
+            return gather(t, k)
+        return None
+    if isinstance(key, np.ndarray):
+        if key.dtype == np.bool_:
+            from .gather import boolean_mask
+            return boolean_mask(t, convert_to_tensor(key))
+        if key.dtype.kind in "iu" and key.ndim:
+            from .gather import gather
+            return gather(t, convert_to_tensor(key))
+    return None
+
+
+def getitem(tensor, key):
+    """`tensor[key]` with TensorFlow's semantics (see the module docstring)."""
+    t = tensor if isinstance(tensor, Tensor) else convert_to_tensor(tensor)
+    if not isinstance(key, (tuple, list, int, builtins.slice)) and key is not None and key is not Ellipsis:
+        special = _whole_key(t, key)
+        if special is not None:
+            return special
+    if not isinstance(key, (tuple, list)):
+        key = (key,)
+    begin, end, strides = [], [], []
+    masks = dict.fromkeys(_MASKS, 0)
+    dynamic = [False]
+    for i, k in enumerate(key):
+        bit = 1 << i
+        if isinstance(k, _bslice):
+            st = 1 if k.step is None else _component(k.step, dynamic)
+            if isinstance(st, int) and st == 0:
+                raise ValueError("slice step cannot be zero")
+            if k.start is None:
+                masks["begin_mask"] |= bit
+                b = 0
+            else:
+                b = _component(k.start, dynamic)
+            if k.stop is None:
+                masks["end_mask"] |= bit
+                e = 0
+            else:
+                e = _component(k.stop, dynamic)
+        elif k is Ellipsis:
+            if masks["ellipsis_mask"]:
+                raise ValueError("multiple ellipses ('...') in one index are not allowed")
+            masks["ellipsis_mask"] |= bit
+            b, e, st = 0, 0, 1
+        elif k is None:
+            masks["new_axis_mask"] |= bit
+            b, e, st = 0, 0, 1
+        else:
+            b = _component(k, dynamic)
+            masks["shrink_axis_mask"] |= bit
+            e, st = (b + 1 if isinstance(b, int) else b), 1
+        begin.append(b)
+        end.append(e)
+        strides.append(st)
+    if dynamic[0]:
+        bt, et, stt = (pack_ints(v, "index", "StridedSlice") for v in (begin, end, strides))
+    else:
+        wide = any(not -_I32_MAX <= v <= _I32_MAX for v in begin + end + strides)
+        dt = np.int64 if wide else np.int32
+        bt, et, stt = (int_const(np.array(v, dtype=dt)) for v in (begin, end, strides))
+    return execute(STRIDED_SLICE, (t, bt, et, stt), masks)
+
