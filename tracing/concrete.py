@@ -19,7 +19,8 @@ from eager import tape_state as _tape_state
 from eager.tensor import Tensor
 from graph_runtime.graph import Graph
 from graph_runtime.compiler import compile_plan, prune
-from graph_runtime import placeholder
+from graph_runtime import placeholder, SessionConfig
+from graph_runtime.optimizer_hook import optimize_for_run
 
 from .tensor_spec import TensorSpec
 
@@ -276,7 +277,14 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     return cf, bool(graph.created_variables)
 
 
-def _compile(graph, feeds, fetches, targets):
-    """Optimize (when the optimizer is available) and compile; returns (plan, node count after)."""
-    plan = compile_plan(graph, feeds, fetches, targets, container="tuple", check_feeds=False)
-    return plan, len(plan.steps)
+def _compile(graph, feeds, fetches, targets, config=None):
+    """Optimize through the same hook `Session` uses, then compile; returns (plan, node count after)."""
+    config = config or SessionConfig()
+    names = [t.name for t in feeds] + [t.name for t in fetches] + [o.name for o in targets]
+    opt_graph, _report = optimize_for_run(graph, names, config)
+    if opt_graph is not graph:
+        feeds = [opt_graph.get_tensor_by_name(t.name) for t in feeds]
+        fetches = [opt_graph.get_tensor_by_name(t.name) for t in fetches]
+        targets = [opt_graph.get_operation_by_name(o.name) for o in targets]
+    plan = compile_plan(opt_graph, feeds, fetches, targets, container="tuple", check_feeds=False)
+    return plan, len(opt_graph.get_operations())
