@@ -1,4 +1,40 @@
-"""graphjit's static-graph layer: Graph IR, graph building, Session, passes, GraphDef.
+"""graphjit's static-graph layer: Graph IR, graph building, Session, gradients, GraphDef.
 
-(Being built: see issue 3.)  Imports only `eager`.
+Public names (see shared/API.md, graph_runtime section):
+
+- IR: `Graph`, `Operation`, `GraphTensor` (symbolic tensor), `GraphKeys`,
+  `get_default_graph`, `reset_default_graph`, `name_scope`,
+  `control_dependencies`, `device`, collections helpers.
+- Building: `placeholder`, `placeholder_with_default`, `group`, `no_op`,
+  `global_variables_initializer`, `variables_initializer`.
+- Running: `Session`, `SessionConfig`, `RunOptions`, `RunMetadata`,
+  `get_default_session`; `compile_plan` (compiled executor, used by tracing).
+- `gradients(ys, xs, grad_ys=None, stop_gradients=None)`.
+- GraphDef: `Graph.as_graph_def`, `import_graph_def`, `write_graph`,
+  `read_graph`, `register_attr_codec`.
+- `optimize` is exported by `graph_runtime.passes` (issue 4); Session reaches
+  the optimizer through `optimizer_hook.optimize_for_run`.
+
+Imports only `eager`.
 """
+from .operation import GraphTensor, Operation, SourceLocation
+from .graph import (Graph, GraphKeys, get_default_graph, reset_default_graph, name_scope, get_collection,
+                    get_collection_ref, add_to_collection, control_dependencies, device)
+from .graph_ops import placeholder, placeholder_with_default, group, no_op
+from .variables import (global_variables_initializer, variables_initializer, global_variables,
+                        trainable_variables, report_uninitialized_variables)
+from .session import Session, SessionConfig, RunOptions, RunMetadata, OpStats, get_default_session
+from .compiler import compile_plan, Plan
+from .gradients import gradients
+from .attr_codecs import register_attr_codec
+from .graph_def import import_graph_def, write_graph, read_graph, GRAPH_DEF_VERSION
+
+__all__ = [
+    "Graph", "Operation", "GraphTensor", "SourceLocation", "GraphKeys", "get_default_graph", "reset_default_graph",
+    "name_scope", "get_collection", "get_collection_ref", "add_to_collection", "control_dependencies", "device",
+    "placeholder", "placeholder_with_default", "group", "no_op", "global_variables_initializer",
+    "variables_initializer", "global_variables", "trainable_variables", "report_uninitialized_variables",
+    "Session", "SessionConfig", "RunOptions", "RunMetadata", "OpStats", "get_default_session", "compile_plan",
+    "Plan", "gradients", "register_attr_codec", "import_graph_def", "write_graph", "read_graph",
+    "GRAPH_DEF_VERSION",
+]

@@ -1,0 +1,180 @@
+"""Graph building: what happens when an op is dispatched while a graph is the context.
+
+`GraphBuilder` is the base class of `Graph`; it implements the context interface
+eager's dispatch expects (`add_op`, `create_variable`, `build_cond`,
+`build_while`, `build_case`).  `add_op`:
+
+1. turns every input into a tensor of this graph: graph tensors of this graph
+   pass through; anything else goes through `capture(tensor)`, the overridable
+   hook (default: an eager tensor becomes a `Const` op, cached per tensor; a
+   tensor of another graph is an error).  `tracing` overrides `capture` to turn
+   outer tensors into function inputs;
+2. runs the op's `infer` on `Spec(shape, dtype, value)` of the inputs (value is
+   the static value, e.g. a Const's), so shape/dtype errors surface at build time;
+3. names the op (`<name scope><name or default>`, made unique) and records the
+   control dependencies, device and the user's file:line.
+
+Default op names follow TensorFlow 1: the op type (`MatMul`, `Const`,
+`Placeholder`), except the Python operators, named like their `tf.Tensor`
+methods (`add`, `sub`, `mul`, `truediv`, ...), and variable ops, named after
+their variable (`w/read`, `w/Assign`).
+
+Control flow: `build_cond/build_while/build_case` delegate to builders
+registered with `register_control_flow_builder(kind, fn)` (the functional
+control-flow package registers them; `fn(graph, *args)` receives the graph
+first).  Without one registered they raise NotImplementedError.
+
+Imports `eager` and `operation` only.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from eager import context as _context
+from eager.errors import InvalidArgumentError
+from eager.registry import Spec
+from eager.tensor import Tensor
+
+from .operation import GraphTensor, capture_user_frames
+
+_DEFAULT_NAMES = {"AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "truediv", "FloorDiv": "floordiv",
+                  "FloorMod": "mod", "Pow": "pow", "StringAdd": "add"}
+_VAR_SUFFIX = {"ReadVariableOp": "read", "AssignVariableOp": "Assign", "AssignAddVariableOp": "AssignAdd",
+               "AssignSubVariableOp": "AssignSub"}
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/]*$")
+
+_CONTROL_FLOW_BUILDERS: dict[str, Callable] = {}
+
+
+def register_control_flow_builder(kind: str, fn: Callable) -> None:
+    """Install the graph builder for 'cond', 'while' or 'case' (`fn(graph, *args_of_build_x)`)."""
+    if kind not in ("cond", "while", "case"):
+        raise ValueError(f"unknown control-flow kind {kind!r}; expected 'cond', 'while' or 'case'")
+    _CONTROL_FLOW_BUILDERS[kind] = fn
+
+
+def default_op_name(opdef, attrs) -> str:
+    return _DEFAULT_NAMES.get(opdef.name, opdef.name)
+
+
+def check_node_name(name: str) -> None:
+    if not isinstance(name, str) or not _VALID_NAME.match(name):
+        raise ValueError(f"{name!r} is not a valid op name: use letters, digits and '_.-/' (no ':')")
+
+
+class GraphBuilder:
+    """The graph-building context half of `Graph` (see the module docstring)."""
+
+    is_eager = False
+
+    # -- ops --------------------------------------------------------------------
+    def add_op(self, opdef, inputs, attrs, name=None):
+        """Stage one op; returns its output tensor, or a tuple for multi-output ops."""
+        outs = self.add_node(opdef, inputs, attrs, name)._outputs
+        return outs[0] if opdef.num_outputs == 1 else outs
+
+    def add_node(self, opdef, inputs, attrs, name=None):
+        """Stage one op and return the `Operation` itself."""
+        self._check_not_finalized()
+        ins = []
+        for t in inputs:
+            if isinstance(t, GraphTensor) and t._op._graph is self:
+                ins.append(t)
+            else:
+                ins.append(self._as_graph_input(t, opdef))
+        specs = [Spec(t._shape._dims, t._dtype, t._static_value) for t in ins]
+        out_specs = opdef.infer(specs, attrs)
+        n = opdef.num_outputs
+        if n >= 0 and len(out_specs) != n:
+            raise InvalidArgumentError(f"{opdef.name}: shape inference returned {len(out_specs)} outputs, the op "
+                                       f"declares {n}", op_name=opdef.name)
+        return self._create_op(opdef, tuple(ins), dict(attrs), self._op_name(opdef, attrs, name), out_specs,
+                               self._current_control_inputs(),
+                               self._device_stack[-1] if self._device_stack else "", capture_user_frames(2))
+
+    def _op_name(self, opdef, attrs, name) -> str:
+        if name:
+            check_node_name(name)
+            base = _context.current_name_scope() + name.rstrip("/")
+        else:
+            var = attrs.get("var") if attrs else None
+            if var is not None and getattr(var, "_is_variable", False):
+                base = var._name + "/" + _VAR_SUFFIX.get(opdef.name, opdef.name)
+            else:
+                base = _context.current_name_scope() + default_op_name(opdef, attrs)
+        return self.unique_name(base)
+
+    def _as_graph_input(self, t, opdef=None):
+        if isinstance(t, Tensor):
+            return self.capture(t)
+        to_tensor = getattr(t, "_to_tensor", None)
+        if to_tensor is not None:
+            with _context.scope(self):
+                return self._as_graph_input(to_tensor(), opdef)
+        what = f" of {opdef.name}" if opdef is not None else ""
+        raise TypeError(f"input{what} must be a Tensor, got {type(t).__name__}: {t!r}")
+
+    def capture(self, tensor):
+        """Return a tensor of this graph standing for `tensor` (an eager tensor or another graph's tensor).
+
+        Default: an eager tensor becomes a `Const` op (one per tensor object); a
+        tensor of another graph is an error.  Subclasses (function graphs)
+        override this to create captured inputs.
+        """
+        if isinstance(tensor, GraphTensor):
+            if tensor._op._graph is self:
+                return tensor
+            raise ValueError(f"Tensor {tensor.name!r} belongs to a different graph ({tensor.graph!r}) and "
+                             f"cannot be used as an input of an op in {self!r}")
+        hit = self._const_cache.get(id(tensor))
+        if hit is not None and hit[0] is tensor:
+            return hit[1]
+        out = self.make_const(tensor._value)
+        self._const_cache[id(tensor)] = (tensor, out)
+        return out
+
+    def make_const(self, value, name=None):
+        """A `Const` op holding NumPy `value` (no control dependencies)."""
+        from eager.ops.constant import CONST
+        with self.control_dependencies(None):
+            return self.add_op(CONST, (), {"value": value}, name)
+
+    # -- variables -----------------------------------------------------------------
+    def create_variable(self, var, init_tensor) -> None:
+        """Called by `Variable(...)` in a graph: unique name, initializer op, collections."""
+        from eager.variables import ASSIGN
+        from .graph import GraphKeys
+        self._check_not_finalized()
+        var._name = self.unique_name(var._name)
+        with self.control_dependencies(None):
+            out = self.add_op(ASSIGN, (init_tensor,), {"var": var})
+        var.initializer = out.op
+        self._variables[var._name] = var
+        self.add_to_collection(GraphKeys.GLOBAL_VARIABLES, var)
+        if var.trainable:
+            self.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, var)
+
+    def variables(self) -> list:
+        """Variables created in this graph, in creation order."""
+        return list(self._variables.values())
+
+    # -- functional control flow (implemented by the control-flow package) -------------
+    def _control_flow(self, kind: str, public: str):
+        fn = _CONTROL_FLOW_BUILDERS.get(kind)
+        if fn is None:
+            raise NotImplementedError(
+                f"{public} on symbolic tensors inside a graph needs the functional control-flow ops, which are "
+                f"not available (no builder registered for {kind!r} with "
+                f"graph_runtime.building.register_control_flow_builder)")
+        return fn
+
+    def build_cond(self, pred, true_fn, false_fn, name=None):
+        return self._control_flow("cond", "cond")(self, pred, true_fn, false_fn, name)
+
+    def build_while(self, cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None):
+        return self._control_flow("while", "while_loop")(self, cond, body, loop_vars, shape_invariants,
+                                                          maximum_iterations, name)
+
+    def build_case(self, branch_index, branch_fns, default=None, name=None):
+        return self._control_flow("case", "switch_case")(self, branch_index, branch_fns, default, name)

@@ -1,0 +1,341 @@
+"""Compile once, replay many: (graph, feeds, fetches, targets) -> `Plan`.
+
+Pipeline (all iterative, no recursion, linear in the number of ops):
+
+1. prune: walk back from the fetched tensors' ops and the target ops over data
+   and control inputs; a fed tensor cuts the walk (its producer runs only if
+   needed for another reason).  Needed placeholders that are not fed raise
+   InvalidArgumentError naming them.
+2. schedule: creation order restricted to the needed ops (creation order is
+   topological, see graph.py).
+3. lower each op to a `Step`: `Const` values and `Identity`/`StopGradient`
+   aliases (without control inputs) cost nothing at run time; `NoOp` emits
+   nothing; every other op calls its registry kernel with its attrs bound.  An
+   op whose OpDef has `extra["lower"]` (ops holding subgraphs: If/While/Case,
+   function calls) is lowered by that factory instead:
+   `lower(op, ctx) -> callable(*input_arrays) -> array | tuple`, where
+   `ctx.compile_function(graph, inputs, outputs, targets=())` compiles a body
+   graph into a `Plan` of its own (call it with the body's input arrays; it
+   returns a tuple of the output arrays).
+4. last use of every value, then code generation (`codegen.py`): a Python
+   function calling each kernel directly, reusing registers after a value's
+   last use so memory is released as early as possible.
+
+A `Plan` is called with the feed values (raw user values are converted and
+checked) and returns the fetch values in the requested container.  Errors are
+re-raised naming the op that failed (`runtime_errors.op_error`).
+`run_traced` interprets the same steps with per-op timings; `run_parallel`
+(parallel.py) runs independent ready steps on a thread pool.
+
+Imports `eager` and sibling modules.
+"""
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+from eager.errors import InvalidArgumentError
+from eager.variables import _read_kernel
+
+from .operation import GraphTensor, Operation
+from .runtime_errors import op_error
+
+_ALIAS_OPS = frozenset({"Identity", "StopGradient"})
+_FEEDABLE = frozenset({"Placeholder", "PlaceholderWithDefault"})
+
+
+@dataclass(eq=False)
+class Step:
+    """One op lowered for execution: `fn(*input values)` (attrs bound), or a raw `kernel` + `attrs`."""
+
+    op: Operation
+    kernel: Callable
+    attrs: dict
+    inputs: tuple            # value ids
+    outputs: tuple           # value id per output, -1 when the output is discarded
+    fn: Callable = None      # kernel with attrs bound (interpreter / thread pool)
+    noop: bool = False
+    deps: tuple = ()         # step indices that must finish first (data + control + stateful order)
+
+
+@dataclass(eq=False)
+class ReturnItem:
+    """One entry of a plan's result: a fetched value id, a constant None (op target) or a variable read."""
+
+    kind: str                # "value" | "none" | "var"
+    tensor: Any = None       # the fetched graph tensor (kind "value")
+    var: Any = None          # the variable read after the run (kind "var")
+    vid: int = -1            # resolved by compile_plan
+
+
+@dataclass(eq=False)
+class Plan:
+    feeds: list
+    steps: list
+    consts: dict              # value id -> value
+    returns: list             # ReturnItem per result entry
+    container: str            # "single" | "list" | "tuple"
+    n_values: int
+    last_use: dict = field(default_factory=dict)
+    fn: Optional[Callable] = None
+    source: str = ""
+    line_to_step: dict = field(default_factory=dict)
+    converters: list = field(default_factory=list)
+    filename: str = ""
+
+    def __call__(self, *feed_values):
+        try:
+            return self.fn(*feed_values)
+        except Exception as e:
+            raise self.map_error(e) from None
+
+    def map_error(self, exc: BaseException) -> BaseException:
+        """Rewrap an exception raised inside the generated code so it names the failing op."""
+        tb = exc.__traceback__
+        step = None
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == self.filename:
+                step = self.line_to_step.get(tb.tb_lineno)
+            tb = tb.tb_next
+        if step is None:
+            return exc
+        new = op_error(self.steps[step].op, exc)
+        if new is not exc:
+            new.__traceback__ = exc.__traceback__
+        return new
+
+    # -- alternative executors -------------------------------------------------------------
+    def convert_feeds(self, feed_values) -> list:
+        return [conv(v) for conv, v in zip(self.converters, feed_values)]
+
+    def finish(self, values) -> Any:
+        out = []
+        for r in self.returns:
+            if r.kind == "value":
+                out.append(values[r.vid])
+            elif r.kind == "var":
+                out.append(_read_kernel(r.var))
+            else:
+                out.append(None)
+        if self.container == "single":
+            return out[0]
+        return out if self.container == "list" else tuple(out)
+
+    def initial_values(self, feed_values) -> list:
+        values: list = [None] * self.n_values
+        for i, v in enumerate(self.convert_feeds(feed_values)):
+            values[i] = v
+        for vid, v in self.consts.items():
+            values[vid] = v
+        return values
+
+    def run_traced(self, feed_values, run_metadata=None):
+        """Interpret the steps one by one, recording per-op timings in `run_metadata.step_stats`."""
+        values = self.initial_values(feed_values)
+        stats = []
+        clock = time.perf_counter_ns
+        t_start = clock()
+        for i, s in enumerate(self.steps):
+            if s.noop:
+                continue
+            args = [values[v] for v in s.inputs]
+            t0 = clock()
+            try:
+                res = s.fn(*args)
+            except Exception as e:
+                raise op_error(s.op, e) from None
+            t1 = clock()
+            outs = (res,) if len(s.outputs) == 1 else (tuple(res) if s.outputs else ())
+            for vid, val in zip(s.outputs, outs):
+                if vid >= 0:
+                    values[vid] = val
+            for v in s.inputs:
+                if self.last_use.get(v) == i:
+                    values[v] = None
+            if run_metadata is not None:
+                from .session import OpStats
+                stats.append(OpStats(s.op.name, s.op.type, (t0 - t_start) / 1e3, (t1 - t0) / 1e3,
+                                     tuple(getattr(o, "shape", ()) for o in outs)))
+        result = self.finish(values)
+        if run_metadata is not None:
+            run_metadata.step_stats.extend(stats)
+            run_metadata.total_us = (clock() - t_start) / 1e3
+        return result
+
+
+class LoweringContext:
+    """Handed to `OpDef.extra["lower"]` factories: compiles subgraph bodies (cached per graph)."""
+
+    def __init__(self):
+        self._cache: dict = {}
+
+    def compile_function(self, graph, inputs, outputs, targets=()) -> Plan:
+        key = (id(graph), tuple(id(t) for t in inputs), tuple(id(t) for t in outputs),
+               tuple(id(o) for o in targets))
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = (graph, compile_plan(graph, list(inputs), list(outputs), list(targets),
+                                                          container="tuple"))
+        return hit[1]
+
+
+# ------------------------------------------------------------------ prune and schedule
+def prune(feeds, fetch_tensors, targets) -> list:
+    """The ops needed to compute `fetch_tensors` and run `targets` given `feeds`, in creation order."""
+    fed = {id(t) for t in feeds}
+    needed: dict = {}
+    stack = [t._op for t in fetch_tensors if id(t) not in fed]
+    stack.extend(targets)
+    while stack:
+        op = stack.pop()
+        if id(op) in needed:
+            continue
+        needed[id(op)] = op
+        for t in op._inputs:
+            if id(t) not in fed and id(t._op) not in needed:
+                stack.append(t._op)
+        for c in op._control_inputs:
+            if id(c) not in needed:
+                stack.append(c)
+    return sorted(needed.values(), key=lambda o: o._id)
+
+
+def _unfed_placeholder_error(op) -> InvalidArgumentError:
+    t = op._outputs[0]
+    loc = op.location
+    where = f" (created at {loc})" if loc is not None else ""
+    dims = t.shape.dims
+    shape = "unknown rank" if dims is None else "[" + ",".join("?" if d is None else str(d) for d in dims) + "]"
+    return InvalidArgumentError(f"You must feed a value for placeholder tensor {op.name!r} with dtype "
+                                f"{t.dtype.name} and shape {shape}{where}", op_name=op.name)
+
+
+# ------------------------------------------------------------------ compile
+def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=None,
+                 check_feeds: bool = True) -> Plan:
+    """Compile a replayable plan.
+
+    `feeds`: graph tensors given positionally at call time.  `fetches`: graph
+    tensors whose values are returned (duplicates allowed).  `targets`: ops
+    run for their effects.  `returns` (optional) overrides the result list with
+    `ReturnItem`s (Session uses it for op targets -> None and variable reads);
+    `container` is "single", "list" or "tuple".
+    """
+    from .codegen import generate
+
+    feeds = list(feeds)
+    for t in list(feeds) + list(fetches):
+        if not isinstance(t, GraphTensor) or t._op._graph is not graph:
+            raise ValueError(f"{t!r} is not a tensor of graph {graph!r}")
+    for o in targets:
+        if not isinstance(o, Operation) or o._graph is not graph:
+            raise ValueError(f"{o!r} is not an operation of graph {graph!r}")
+    order = prune(feeds, list(fetches), list(targets))
+
+    vid: dict = {}
+    for i, t in enumerate(feeds):
+        if id(t) in vid:
+            raise ValueError(f"tensor {t.name!r} is fed more than once")
+        vid[id(t)] = i
+    n_values = len(feeds)
+    consts: dict = {}
+    steps: list = []
+    step_of_vid: dict = {}
+    lctx = LoweringContext()
+    last_stateful = -1
+    step_of_op: dict = {}
+    for op in order:
+        tname = op._opdef.name
+        outs = op._outputs
+        if tname == "Placeholder" and not all(id(o) in vid for o in outs):
+            raise _unfed_placeholder_error(op)
+        if outs and all(id(o) in vid for o in outs) and (not op._opdef.stateful or tname in _FEEDABLE):
+            continue  # every output is fed: nothing to compute
+        ins = tuple(vid[id(t)] for t in op._inputs)
+        plain = not op._control_inputs
+        if tname == "Const" and plain and id(outs[0]) not in vid:
+            vid[id(outs[0])] = n_values
+            consts[n_values] = op._attrs["value"]
+            n_values += 1
+            continue
+        if tname in _ALIAS_OPS and plain and id(outs[0]) not in vid:
+            vid[id(outs[0])] = ins[0]
+            continue
+        out_ids = []
+        for o in outs:
+            if id(o) in vid:
+                out_ids.append(-1)
+            else:
+                vid[id(o)] = n_values
+                out_ids.append(n_values)
+                n_values += 1
+        lower = op._opdef.extra.get("lower")
+        if lower is not None:
+            kernel, attrs = lower(op, lctx), {}
+        else:
+            kernel, attrs = op._opdef.kernel, op._attrs
+        deps = {step_of_vid[v] for v in ins if v in step_of_vid}
+        deps.update(step_of_op[id(c)] for c in op._control_inputs if id(c) in step_of_op)
+        if op._opdef.stateful and last_stateful >= 0:
+            deps.add(last_stateful)
+        idx = len(steps)
+        step = Step(op, kernel, attrs, ins, tuple(out_ids),
+                    functools.partial(kernel, **attrs) if attrs else kernel, tname == "NoOp", tuple(sorted(deps)))
+        steps.append(step)
+        step_of_op[id(op)] = idx
+        if op._opdef.stateful:
+            last_stateful = idx
+        for v in out_ids:
+            if v >= 0:
+                step_of_vid[v] = idx
+
+    if returns is None:
+        returns = [ReturnItem("value", t) for t in fetches]
+    returns = [ReturnItem(r.kind, r.tensor, r.var, vid[id(r.tensor)] if r.kind == "value" else -1)
+               for r in returns]
+    last_use: dict = {}
+    for i, s in enumerate(steps):
+        for v in s.inputs:
+            last_use[v] = i
+    for r in returns:
+        if r.kind == "value":
+            last_use[r.vid] = len(steps)       # fetched values live to the end
+    plan = Plan(feeds, steps, consts, returns, container, n_values, last_use)
+    plan.converters = [make_feed_converter(t) for t in feeds] if check_feeds else \
+        [(lambda v: v) for _ in feeds]
+    generate(plan, check_feeds)
+    return plan
+
+
+def make_feed_converter(tensor) -> Callable:
+    """value -> NumPy array of `tensor`'s dtype and a compatible shape, else InvalidArgumentError."""
+    from eager.convert import to_array
+    from eager.tensor import Tensor
+    from .runtime_errors import feed_error
+    dtype, shape = tensor.dtype, tensor.shape
+
+    def convert(value):
+        if isinstance(value, Tensor):
+            if value._is_symbolic:
+                raise TypeError(f"The value of a feed cannot be a symbolic tensor ({value.name!r}); feed NumPy "
+                                f"arrays, Python values or eager tensors (tensor {tensor.name!r})")
+            value = value._value
+        elif getattr(value, "_is_variable", False):
+            value = value.numpy()
+        try:
+            arr = to_array(value, dtype)
+        except (TypeError, ValueError) as e:
+            raise feed_error(tensor, f"Cannot feed value {_short(value)} to tensor {tensor.name!r} of dtype "
+                                     f"{dtype.name}: {e}") from None
+        if not shape.is_compatible_with(arr.shape):
+            raise feed_error(tensor, f"Cannot feed value of shape {tuple(arr.shape)} for Tensor {tensor.name!r}, "
+                                     f"which has shape {shape}")
+        return arr
+    return convert
+
+
+def _short(value) -> str:
+    r = repr(value)
+    return r if len(r) <= 60 else r[:57] + "..."

@@ -1,0 +1,124 @@
+"""GraphDef: a graph as plain, versioned, JSON-serializable data; files; import entry point.
+
+Format (version 1):
+
+    {"format": "graphjit.GraphDef", "version": 1,
+     "nodes": [{"name": "MatMul", "op": "MatMul", "inputs": ["x:0", "w/read:0"],
+                "control_inputs": [], "attrs": {"transpose_a": false, ...},
+                "device": "", "location": ["model.py", 12, "build"]}, ...],
+     "variables": [{"name": "w", "dtype": "float32", "shape": [3, 4], "trainable": true,
+                    "initializer": "w/Assign", "value": <array attr, only when no initializer>}],
+     "inputs": [], "outputs": []}
+
+Nodes are listed in creation order (a topological order); attrs are encoded by
+`attr_codecs` (arrays as base64 with dtype and shape, DTypes and shapes
+tagged, variables by name, subgraph bodies as nested GraphDefs).  `inputs` /
+`outputs` name the tensors of a function body (empty for plain graphs).
+A variable used by the graph but initialized outside it (an eager variable)
+carries its current value, so an imported copy starts initialized.
+
+`import_graph_def` (graph_import.py) validates everything before adding a
+single node, so a malformed GraphDef never half-imports.  Errors are
+`GraphDefError` (an `InvalidArgumentError`, hence a ValueError).
+
+Imports `eager` and sibling modules.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from eager.errors import InvalidArgumentError
+
+from .attr_codecs import EncodeContext, encode_attr
+
+GRAPH_DEF_FORMAT = "graphjit.GraphDef"
+GRAPH_DEF_VERSION = 1
+
+
+class GraphDefError(InvalidArgumentError):
+    """A GraphDef is malformed or cannot be imported (the message names the problem)."""
+
+
+def graph_to_graph_def(graph, add_shapes: bool = False, _ctx: EncodeContext = None) -> dict:
+    """`graph` as a GraphDef dict (see module docstring).
+
+    Nested bodies share the outer encoding context, so a variable has one name
+    throughout and its record appears in every GraphDef that mentions it.
+    """
+    ctx = _ctx or EncodeContext()
+    ctx.encode_graph = lambda g: graph_to_graph_def(g, add_shapes, ctx)
+    nodes = []
+    for op in graph.get_operations():
+        attrs = {k: encode_attr(v, ctx, f"op {op.name!r} ({op.type}) attr {k!r}") for k, v in op.attrs.items()}
+        node = {"name": op.name, "op": op.type, "inputs": [t.name for t in op.inputs],
+                "control_inputs": [c.name for c in op.control_inputs], "attrs": attrs}
+        if op.device:
+            node["device"] = op.device
+        loc = op.location
+        if loc is not None:
+            node["location"] = [loc.filename, loc.lineno, loc.function]
+        if add_shapes:
+            node["output_shapes"] = [None if o.shape.dims is None else list(o.shape.dims) for o in op.outputs]
+        nodes.append(node)
+    variables = []
+    for name, var in ctx.variables.items():
+        init = var.initializer
+        in_graph = init is not None and init.graph is graph
+        rec = {"name": name, "dtype": var.dtype.name,
+               "shape": None if var.shape.dims is None else list(var.shape.dims),
+               "trainable": bool(var.trainable), "initializer": init.name if in_graph else None}
+        if not in_graph and var.is_initialized():
+            rec["value"] = encode_attr(var.numpy(), ctx, f"variable {name!r} value")
+        variables.append(rec)
+    return {"format": GRAPH_DEF_FORMAT, "version": GRAPH_DEF_VERSION, "nodes": nodes, "variables": variables,
+            "inputs": [t.name for t in graph.inputs], "outputs": [t.name for t in graph.outputs]}
+
+
+def import_graph_def(graph_def, input_map=None, return_elements=None, name: str = "import", graph=None):
+    """Add the nodes of `graph_def` to `graph` (default: the default graph) under scope `name`.
+
+    `input_map` maps tensor names of the GraphDef ('x:0') to tensors of the
+    target graph that replace them (and variable names to existing Variables).
+    `return_elements` lists names ('y:0' tensors, 'train' ops) to return,
+    translated to the imported elements; returns None when not given.
+    """
+    from .graph_import import import_into
+    return import_into(graph_def, input_map, return_elements, name, graph)
+
+
+def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True) -> str:
+    """Write a GraphDef as JSON to `logdir/name` (pretty when `as_text`); returns the path."""
+    gd = graph_or_graph_def if isinstance(graph_or_graph_def, dict) else graph_or_graph_def.as_graph_def()
+    os.makedirs(logdir or ".", exist_ok=True)
+    path = os.path.join(logdir, name)
+    with open(path, "w", encoding="utf-8") as f:
+        if as_text:
+            json.dump(gd, f, indent=1, allow_nan=False)
+        else:
+            json.dump(gd, f, separators=(",", ":"), allow_nan=False)
+    return path
+
+
+def read_graph(path: str) -> dict:
+    """Read a GraphDef written by `write_graph` (checks it is one; full validation happens on import)."""
+    with open(path, "r", encoding="utf-8") as f:
+        text = f.read()
+    try:
+        gd = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise GraphDefError(f"{path} is not a GraphDef: invalid JSON ({e})") from None
+    check_header(gd, path)
+    return gd
+
+
+def check_header(gd, where: str = "graph_def") -> None:
+    """Raise GraphDefError unless `gd` looks like a GraphDef of a version this code reads."""
+    if not isinstance(gd, dict) or gd.get("format") != GRAPH_DEF_FORMAT:
+        got = type(gd).__name__ if not isinstance(gd, dict) else f"a dict with format {gd.get('format')!r}"
+        raise GraphDefError(f"{where} is not a GraphDef: expected a dict with format {GRAPH_DEF_FORMAT!r}, got "
+                            f"{got}")
+    v = gd.get("version")
+    if type(v) is not int or not 1 <= v <= GRAPH_DEF_VERSION:
+        raise GraphDefError(f"{where}: unsupported GraphDef version {v!r}; this graphjit reads versions 1.."
+                            f"{GRAPH_DEF_VERSION}")

@@ -1,0 +1,260 @@
+"""`import_graph_def`: validate a whole GraphDef, then add it, all or nothing.
+
+Phase 1 (nothing is touched): header and version, node records well formed,
+unique names, known op types, every input and control input resolvable (a
+node of the GraphDef or an `input_map` entry), no cycles (Kahn's algorithm;
+nodes may be listed in any order), attrs decodable, output indices in range,
+and shape inference succeeding on every node in topological order (input_map
+replacements must keep the dtype).  Variables are described but not created.
+Phase 2: create the variables (new, uninitialized unless the record carries a
+value; or the ones given in input_map by variable name), add the ops in
+topological order under the name scope, wire imported initializers into
+GLOBAL/TRAINABLE collections.  Should anything still fail, the graph is rolled
+back to its previous ops.
+
+Nested bodies (attrs holding GraphDefs) are imported into fresh graphs by the
+same code.  Imports `eager` and sibling modules.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from eager import context as _context
+from eager import registry
+from eager.dtypes import as_dtype
+from eager.registry import Spec
+from eager.shape import TensorShape
+from eager.tensor import Tensor
+
+from .attr_codecs import AttrCodecError, DecodeContext, decode_attr
+from .graph_def import GraphDefError, check_header
+from .operation import GraphTensor, SourceLocation
+
+
+def _split_tensor_name(s: str, where: str):
+    if not isinstance(s, str):
+        raise GraphDefError(f"{where}: expected a tensor name string, got {s!r}")
+    op, sep, idx = s.rpartition(":")
+    if not sep or not idx.isdigit() or not op:
+        raise GraphDefError(f"{where}: {s!r} is not a tensor name ('<node>:<index>')")
+    return op, int(idx)
+
+
+class _DetachedContext:
+    """A non-eager context whose create_variable does nothing: makes uninitialized Variables."""
+
+    is_eager = False
+
+    def create_variable(self, var, init):
+        return None
+
+
+def _make_variable(rec, ctx_where):
+    from eager.variables import Variable
+    dtype = as_dtype(rec["dtype"])
+    shape = TensorShape(rec["shape"])
+    dims = [] if shape.dims is None else [0 if d is None else d for d in shape.dims]
+    if rec.get("value_decoded") is not None:
+        with _context.init_scope():
+            v = Variable(Tensor(np.asarray(rec["value_decoded"], dtype=dtype.np_dtype)),
+                         trainable=rec["trainable"], shape=shape)
+    else:
+        with _context.scope(_DetachedContext()):
+            v = Variable(Tensor(np.zeros(dims, dtype=dtype.np_dtype)), trainable=rec["trainable"], shape=shape)
+    v._name = rec["name"]
+    return v
+
+
+def _validate_nodes(gd):
+    nodes = gd.get("nodes")
+    if not isinstance(nodes, list):
+        raise GraphDefError("graph_def: 'nodes' must be a list of node records")
+    by_name = {}
+    for i, n in enumerate(nodes):
+        if not isinstance(n, dict) or not isinstance(n.get("name"), str) or not isinstance(n.get("op"), str):
+            raise GraphDefError(f"graph_def: node #{i} is malformed (needs string 'name' and 'op'): {n!r:.80}")
+        for key, typ in (("inputs", list), ("control_inputs", list), ("attrs", dict)):
+            if not isinstance(n.get(key, typ()), typ):
+                raise GraphDefError(f"graph_def: node {n['name']!r}: {key!r} must be a {typ.__name__}")
+        if n["name"] in by_name:
+            raise GraphDefError(f"graph_def: duplicate node name {n['name']!r}")
+        if registry.lookup(n["op"]) is None:
+            raise GraphDefError(f"graph_def: node {n['name']!r} has unknown op type {n['op']!r}")
+        by_name[n["name"]] = n
+    return nodes, by_name
+
+
+def _toposort(nodes, by_name, input_map):
+    """Indices of nodes in a topological order; raises on dangling inputs and cycles."""
+    index = {n["name"]: i for i, n in enumerate(nodes)}
+    indeg = [0] * len(nodes)
+    users = [[] for _ in nodes]
+    for i, n in enumerate(nodes):
+        deps = set()
+        for k, s in enumerate(n.get("inputs", [])):
+            where = f"graph_def: node {n['name']!r} input {k}"
+            if isinstance(s, str) and s in input_map:
+                continue
+            op, _ = _split_tensor_name(s, where)
+            if op not in index:
+                raise GraphDefError(f"{where} refers to {s!r}, but there is no node {op!r} in the GraphDef (and "
+                                    f"no input_map entry for it): dangling input")
+            deps.add(index[op])
+        for c in n.get("control_inputs", []):
+            if not isinstance(c, str) or c.lstrip("^") not in index:
+                raise GraphDefError(f"graph_def: node {n['name']!r} has control input {c!r}, which is not a node "
+                                    f"of the GraphDef: dangling control input")
+            deps.add(index[c.lstrip("^")])
+        indeg[i] = len(deps)
+        for d in deps:
+            users[d].append(i)
+    ready = [i for i in range(len(nodes)) if indeg[i] == 0]
+    ready.reverse()
+    order = []
+    while ready:
+        i = ready.pop()
+        order.append(i)
+        for u in reversed(users[i]):
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                ready.append(u)
+    if len(order) != len(nodes):
+        stuck = sorted(nodes[i]["name"] for i in range(len(nodes)) if indeg[i] > 0)
+        raise GraphDefError(f"graph_def contains a cycle among nodes {stuck[:8]}{' ...' if len(stuck) > 8 else ''}")
+    return order
+
+
+def _decode_graph_body(gd, variables):
+    from .graph import Graph
+    g = Graph()
+    import_into(gd, dict(variables), None, "", g, _body=True)
+    return g
+
+
+def import_into(gd, input_map, return_elements, name, graph, _body: bool = False):
+    from .graph import GraphKeys, get_default_graph
+    check_header(gd)
+    graph = graph if graph is not None else get_default_graph()
+    graph._check_not_finalized()
+    input_map = dict(input_map or {})
+    nodes, by_name = _validate_nodes(gd)
+    order = _toposort(nodes, by_name, {k: v for k, v in input_map.items() if ":" in str(k)})
+
+    # variables: created up front (detached objects: the graph is not touched until phase 2)
+    var_recs = gd.get("variables", [])
+    if not isinstance(var_recs, list):
+        raise GraphDefError("graph_def: 'variables' must be a list")
+    dctx = DecodeContext()
+    variables, new_recs = {}, {}
+    for rec in var_recs:
+        if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
+            raise GraphDefError(f"graph_def: malformed variable record {rec!r:.80}")
+        existing = input_map.get(rec["name"])
+        if existing is not None and getattr(existing, "_is_variable", False):
+            variables[rec["name"]] = existing
+            continue
+        try:
+            if rec.get("value") is not None:
+                rec = dict(rec, value_decoded=decode_attr(rec["value"], dctx, f"variable {rec['name']!r}"))
+            variables[rec["name"]] = _make_variable(rec, rec["name"])
+        except (TypeError, ValueError, KeyError, AttrCodecError) as e:
+            raise GraphDefError(f"graph_def: variable record {rec.get('name')!r} is malformed: {e}") from None
+        new_recs[rec["name"]] = rec
+    dctx.variables = variables
+    dctx.decode_graph = lambda body_def: _decode_graph_body(body_def, variables)
+
+    # phase 1: decode attrs and infer every node
+    decoded, specs_of = {}, {}
+    for i in order:
+        n = nodes[i]
+        opdef = registry.get(n["op"])
+        try:
+            attrs = {k: decode_attr(v, dctx, f"node {n['name']!r} attr {k!r}") for k, v in n.get("attrs", {}).items()}
+        except AttrCodecError as e:
+            raise GraphDefError(f"graph_def: {e}") from None
+        in_specs = []
+        for k, s in enumerate(n.get("inputs", [])):
+            if s in input_map:
+                t = input_map[s]
+                if not isinstance(t, GraphTensor) or t.graph is not graph:
+                    raise GraphDefError(f"input_map[{s!r}] must be a tensor of the target graph, got {t!r}")
+                in_specs.append(t.spec())
+                continue
+            op, idx = _split_tensor_name(s, f"node {n['name']!r} input {k}")
+            outs = specs_of[op]
+            if idx >= len(outs):
+                raise GraphDefError(f"graph_def: node {n['name']!r} input {k} refers to {s!r}, but node {op!r} "
+                                    f"({by_name[op]['op']}) has {len(outs)} outputs")
+            in_specs.append(outs[idx])
+        try:
+            out_specs = opdef.infer(in_specs, attrs)
+        except Exception as e:  # noqa: BLE001 - any inference failure rejects the GraphDef
+            raise GraphDefError(f"graph_def: node {n['name']!r} ({n['op']}) fails shape inference: {e}") from None
+        decoded[i] = attrs
+        specs_of[n["name"]] = out_specs
+    for key, t in input_map.items():
+        if isinstance(key, str) and ":" in key:
+            op, idx = _split_tensor_name(key, "input_map key")
+            if op in specs_of and idx < len(specs_of[op]) and specs_of[op][idx].dtype is not t.dtype:
+                raise GraphDefError(f"input_map[{key!r}] has dtype {t.dtype.name}, but {key!r} has dtype "
+                                    f"{specs_of[op][idx].dtype.name}")
+    for what in ("inputs", "outputs"):
+        for s in gd.get(what, []):
+            op, idx = _split_tensor_name(s, f"graph_def {what}")
+            if op not in specs_of or idx >= len(specs_of[op]):
+                raise GraphDefError(f"graph_def: {what} entry {s!r} is not a tensor of the GraphDef")
+    elements = list(return_elements or [])
+    for e in elements:
+        base = e.rpartition(":")[0] if ":" in e else e
+        if base not in by_name:
+            raise GraphDefError(f"return_elements: {e!r} is not in the GraphDef")
+
+    # phase 2: create variables and ops
+    n_before, names_before = len(graph._ops), dict(graph._name_counts)
+    try:
+        prefix = (graph.unique_name(name) + "/") if name else ""
+        made: dict = {}
+        for i in order:
+            n = nodes[i]
+            ins = []
+            for s in n.get("inputs", []):
+                if s in input_map:
+                    ins.append(input_map[s])
+                else:
+                    op, idx = _split_tensor_name(s, "")
+                    ins.append(made[op]._outputs[idx])
+            ctrl = tuple(made[c.lstrip("^")] for c in n.get("control_inputs", []))
+            loc = n.get("location")
+            frames = (SourceLocation(str(loc[0]), int(loc[1]), str(loc[2]) if len(loc) > 2 else ""),) \
+                if isinstance(loc, list) and len(loc) >= 2 else ()
+            made[n["name"]] = graph._create_op(registry.get(n["op"]), tuple(ins), decoded[i],
+                                               graph.unique_name(prefix + n["name"]), specs_of[n["name"]], ctrl,
+                                               str(n.get("device", "")), frames)
+        for k, rec in new_recs.items():
+            var = variables[k]
+            var._name = graph.unique_name(prefix + rec["name"])
+            graph._variables[var._name] = var
+            if rec.get("initializer"):
+                var.initializer = made[rec["initializer"]]
+            graph.add_to_collection(GraphKeys.GLOBAL_VARIABLES, var)
+            if var.trainable:
+                graph.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, var)
+    except Exception:
+        graph._rollback_to(n_before, names_before)
+        raise
+    if _body:
+        graph.inputs = [made[s.rpartition(":")[0]]._outputs[int(s.rpartition(":")[2])] for s in gd.get("inputs", [])]
+        graph.outputs = [made[s.rpartition(":")[0]]._outputs[int(s.rpartition(":")[2])]
+                         for s in gd.get("outputs", [])]
+    if return_elements is None:
+        return None
+    out = []
+    for e in elements:
+        if ":" in e:
+            op, idx = _split_tensor_name(e, "return_elements")
+            out.append(made[op]._outputs[idx])
+        else:
+            out.append(made[e])
+    return out
+
+

@@ -1,0 +1,301 @@
+"""`Operation` (a graph node) and `GraphTensor` (a symbolic tensor: one output of a node).
+
+Invariants:
+- An `Operation` is immutable once created: its inputs, attrs and outputs never
+  change (passes build new graphs instead of editing nodes).
+- `op._id` is the creation index inside its graph; every input and control input
+  of an op was created before it, so creation order is a topological order.
+- A `GraphTensor` is `eager.Tensor` with `_is_symbolic = True` and `_value = None`;
+  it carries its static shape (`TensorShape`), dtype, producing op and output
+  index, plus `_static_value` (a NumPy value when shape inference knows it, e.g.
+  the output of a `Const`), used only for inference.
+- Attrs may hold any Python value the op's kernel accepts; an attr may hold a
+  `Graph` (or a list/tuple of graphs) as a subgraph body (functional control
+  flow): printing, verification and GraphDef export descend into those.
+- `op.location` is where the user created the op: the first stack frame outside
+  the project's own packages (eager/, graph_runtime/, tracing/, autograph/).
+
+Graph tensors ARE hashable (by identity), unlike eager tensors: `feed_dict`
+keys are graph tensors, as in TensorFlow 1.  Equality stays elementwise (it
+builds an `Equal` op), which is safe for dict lookups because identity-based
+hashes never collide between live objects.
+
+Imports `eager` only.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import numpy as np
+
+from eager.registry import Spec
+from eager.shape import TensorShape
+from eager.tensor import Tensor
+
+# ------------------------------------------------------------------ source locations
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL_PREFIXES: list = [os.path.join(_ROOT, p) + os.sep for p in ("eager", "graph_runtime", "tracing",
+                                                                     "autograph")]
+_MAX_USER_FRAMES = 8
+
+
+def register_internal_path(prefix: str) -> None:
+    """Treat frames whose file name starts with `prefix` as framework code (skipped in locations)."""
+    if prefix not in _INTERNAL_PREFIXES:
+        _INTERNAL_PREFIXES.append(prefix)
+
+
+@dataclass(frozen=True)
+class SourceLocation:
+    """Where user code created an op: file, line and function name."""
+
+    filename: str
+    lineno: int
+    function: str = ""
+
+    def __str__(self):
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
+
+def _is_internal(filename: str) -> bool:
+    for p in _INTERNAL_PREFIXES:
+        if filename.startswith(p):
+            return True
+    return False
+
+
+def capture_user_frames(skip: int = 1) -> tuple:
+    """The innermost user frames (not inside the framework), innermost first."""
+    out = []
+    try:
+        f = sys._getframe(skip)
+    except ValueError:  # pragma: no cover
+        return ()
+    while f is not None and len(out) < _MAX_USER_FRAMES:
+        code = f.f_code
+        fn = code.co_filename
+        if not _is_internal(fn) and "contextlib" not in fn:
+            out.append(SourceLocation(fn, f.f_lineno, code.co_name))
+        f = f.f_back
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ tensors
+_DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+                "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool", "string": "str"}
+
+
+def short_type(dtype, shape: TensorShape) -> str:
+    """`f32[2,?]` style description of a dtype and a static shape."""
+    d = _DTYPE_SHORT.get(dtype.name, dtype.name)
+    if shape.dims is None:
+        return f"{d}[*]"
+    return d + "[" + ",".join("?" if x is None else str(x) for x in shape.dims) + "]"
+
+
+class GraphTensor(Tensor):
+    """A symbolic tensor: output `value_index` of operation `op` (value known only at run time)."""
+
+    __slots__ = ("_op", "_index", "_shape", "_dtype", "_static_value")
+    _is_symbolic = True
+    __hash__ = object.__hash__   # identity hash: graph tensors are feed_dict keys
+
+    def __init__(self, op: "Operation", index: int, shape: TensorShape, dtype, static_value=None):
+        self._value = None
+        self._op = op
+        self._index = index
+        self._shape = shape
+        self._dtype = dtype
+        self._static_value = static_value
+
+    @property
+    def op(self) -> "Operation":
+        return self._op
+
+    @property
+    def value_index(self) -> int:
+        return self._index
+
+    @property
+    def graph(self):
+        return self._op._graph
+
+    @property
+    def name(self) -> str:
+        return f"{self._op._name}:{self._index}"
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    @property
+    def ndim(self):
+        return self._shape.rank
+
+    @property
+    def device(self) -> str:
+        return self._op._device
+
+    def set_shape(self, shape) -> None:
+        """Refine the static shape (must be compatible with the inferred one)."""
+        new = TensorShape(shape)
+        if not self._shape.is_compatible_with(new):
+            raise ValueError(f"set_shape: shape {new} is not compatible with the inferred shape {self._shape} of "
+                             f"tensor {self.name!r}")
+        self._shape = self._shape.merge_with(new)
+
+    def consumers(self) -> list:
+        """Operations (in creation order) that take this tensor as an input."""
+        return [o for o in self._op._graph._ops if any(t is self for t in o._inputs)]
+
+    def spec(self) -> Spec:
+        return Spec(self._shape.dims, self._dtype, self._static_value)
+
+    def numpy(self):
+        raise NotImplementedError(
+            f"Tensor {self.name!r} is a symbolic graph tensor: it has no value until the graph runs. "
+            f"Use Session.run({self.name!r}) (or tensor.eval() under a default session).")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"Cannot convert the symbolic tensor {self.name!r} to a NumPy array: its value is only "
+                        f"known when the graph runs (use Session.run)")
+
+    def eval(self, feed_dict=None, session=None):
+        """Run the default (or given) session and return this tensor's value."""
+        from .session import get_default_session
+        sess = session or get_default_session()
+        if sess is None:
+            raise ValueError("Tensor.eval() needs a session: pass session=... or use `with sess.as_default():`")
+        return sess.run(self, feed_dict)
+
+    def __repr__(self):
+        return f"<Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    __str__ = __repr__
+
+
+# ------------------------------------------------------------------ operations
+class Operation:
+    """One node of a `Graph`: op type, inputs, attrs, outputs, control inputs."""
+
+    __slots__ = ("_graph", "_name", "_opdef", "_inputs", "_outputs", "_control_inputs", "_attrs", "_device",
+                 "_id", "_frames", "__weakref__")
+
+    def __init__(self, graph, name: str, opdef, inputs: tuple, attrs: dict, control_inputs: tuple,
+                 device: str, op_id: int, frames: tuple):
+        self._graph = graph
+        self._name = name
+        self._opdef = opdef
+        self._inputs = inputs
+        self._attrs = attrs
+        self._control_inputs = control_inputs
+        self._device = device
+        self._id = op_id
+        self._frames = frames
+        self._outputs: tuple = ()
+
+    # -- description ---------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def type(self) -> str:
+        return self._opdef.name
+
+    @property
+    def opdef(self):
+        return self._opdef
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def inputs(self) -> tuple:
+        return self._inputs
+
+    @property
+    def outputs(self) -> tuple:
+        return self._outputs
+
+    def values(self) -> tuple:
+        return self._outputs
+
+    @property
+    def control_inputs(self) -> tuple:
+        return self._control_inputs
+
+    @property
+    def device(self) -> str:
+        return self._device
+
+    @property
+    def attrs(self) -> dict:
+        """The attribute dict (read-only by convention: ops are immutable)."""
+        return self._attrs
+
+    def get_attr(self, name: str) -> Any:
+        try:
+            return self._attrs[name]
+        except KeyError:
+            raise ValueError(f"Operation {self._name!r} ({self.type}) has no attr named {name!r}; it has "
+                             f"{sorted(self._attrs)}") from None
+
+    @property
+    def location(self) -> Optional[SourceLocation]:
+        """The user's file:line where this op was created (None if unknown)."""
+        return self._frames[0] if self._frames else None
+
+    @property
+    def traceback(self) -> tuple:
+        """User frames (innermost first) active when the op was created."""
+        return self._frames
+
+    @property
+    def stateful(self) -> bool:
+        return self._opdef.stateful
+
+    def describe(self) -> str:
+        """`` `dense/MatMul` (MatMul, created at model.py:12) `` for error messages."""
+        loc = self.location
+        where = f", created at {loc}" if loc is not None else ""
+        return f"`{self._name}` ({self.type}{where})"
+
+    def run(self, feed_dict=None, session=None):
+        """Run this op in the default (or given) session."""
+        from .session import get_default_session
+        sess = session or get_default_session()
+        if sess is None:
+            raise ValueError("Operation.run() needs a session: pass session=... or use `with sess.as_default():`")
+        sess.run(self, feed_dict)
+
+    def __repr__(self):
+        return f"<Operation '{self._name}' type={self.type}>"
+
+
+def attr_subgraphs(attrs: dict) -> list:
+    """`(attr_name, graph)` for every attr holding a Graph (or a list/tuple of graphs): nested bodies."""
+    from .graph import Graph
+    out = []
+    for k in sorted(attrs):
+        v = attrs[k]
+        if isinstance(v, Graph):
+            out.append((k, v))
+        elif isinstance(v, (list, tuple)):
+            for i, g in enumerate(v):
+                if isinstance(g, Graph):
+                    out.append((f"{k}[{i}]", g))
+    return out
+
+
+def const_value_of(t) -> Optional[np.ndarray]:
+    """The static value of a graph tensor when known at build time, else None."""
+    return getattr(t, "_static_value", None)
