@@ -6,7 +6,7 @@ at trace time; eagerly they check immediately.  `assert_equal` is a composite
 (`Assert(reduce_all(equal(x, y)), ...)`); `check_numerics` passes its input
 through and has a gradient (the gradient is checked too, like TensorFlow).
 Messages render their data with `logging.format_tensor`.  Eagerly the asserts
-return None; in a graph they return what `execute` returns.
+return None; in a graph they return the Operation (see `logging.run_effect`).
 
 Imports: numpy, the eager core, `math`, `reduction`, `logging`.
 """
@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..context import executing_eagerly
 from ..convert import convert_to_tensor
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import op
 from ._define import infer_same
-from .logging import build_template, render
+from .logging import build_template, render, run_effect
 from .math import equal
 from .reduction import reduce_all
 
@@ -56,8 +55,7 @@ def Assert(condition, data, summarize=None, name=None):  # noqa: N802 - TensorFl
     data = list(data) if isinstance(data, (list, tuple)) else [data]
     template, tensors = build_template(_bracketed(data), sep="")
     attrs = {"template": template, "summarize": 3 if summarize is None else int(summarize)}
-    out = execute(ASSERT, (cond, *tensors), attrs, name)
-    return None if executing_eagerly() else out
+    return run_effect(ASSERT, (cond, *tensors), attrs, name)
 
 
 def assert_equal(x, y, message=None, summarize=None, name=None):

@@ -11,7 +11,7 @@ lone scalar string is printed.
 are rendered with `str()` at call time, tensors become slots) and dispatches
 `PrintV2(*tensors, template=..., output_stream=..., summarize=...)`, a
 stateful op without outputs: eagerly it prints now and returns None; in a
-graph it prints at every run and `execute`'s result is returned.  The streams
+graph it prints at every run and the Operation is returned (`run_effect`).  The streams
 `sys.stdout`/`sys.stderr` are stored by name and looked up when the op runs
 (so redirection works); other file-like objects are written to directly, and
 `'file://path'` appends to a file.  Imports: numpy and the eager core.
@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from .. import nest
+from .. import context as _context, nest
 from ..context import executing_eagerly
 from ..convert import convert_to_tensor
 from ..dispatch import execute
@@ -189,12 +189,30 @@ PRINT = op("PrintV2", _print_kernel, lambda specs, attrs: [], num_outputs=0, sta
            doc="Write the rendered template (attrs template, output_stream, summarize) at every run.")
 
 
-def print(*inputs, sep=" ", end="\n", output_stream=sys.stderr, summarize=3, name=None):  # noqa: A001
-    """Print tensors (formatted like tf.print) and Python values, separated by `sep`, followed by `end`."""
+def print(*inputs, sep=" ", end="\n", output_stream=None, summarize=3, name=None):  # noqa: A001
+    """Print tensors (formatted like tf.print) and Python values, separated by `sep`, followed by `end`.
+
+    `output_stream` defaults to the *current* sys.stderr (None means stderr, looked up at run time).
+    """
     template, tensors = build_template(inputs, str(sep), str(end))
     lone_string = len(inputs) == 1 and len(tensors) == 1 and tensors[0].dtype.is_string and \
         tensors[0].shape.rank == 0
     attrs = {"template": template, "output_stream": _stream_attr(output_stream),
              "summarize": 3 if summarize is None else int(summarize), "quote_strings": not lone_string}
-    out = execute(PRINT, tuple(tensors), attrs, name)
-    return None if executing_eagerly() else out
+    return run_effect(PRINT, tensors, attrs, name)
+
+
+def run_effect(opdef, inputs, attrs, name=None):
+    """Dispatch an op without outputs: None eagerly; in a graph, the Operation.
+
+    `execute` can only hand back an op's outputs (none here), so graph contexts
+    that offer `add_node` (graph_runtime's builders) are asked for the
+    Operation itself, which callers can fetch or use as a control dependency.
+    """
+    if executing_eagerly():
+        execute(opdef, tuple(inputs), attrs, name)
+        return None
+    add_node = getattr(_context.current(), "add_node", None)
+    if add_node is None:
+        return execute(opdef, tuple(inputs), attrs, name)
+    return add_node(opdef, tuple(inputs), attrs, name)
