@@ -34,7 +34,7 @@ def is_tensor(x) -> bool:
 
 
 def is_tensor_array(x) -> bool:
-    if isinstance(x, _PLAIN):
+    if isinstance(x, _PLAIN) and not isinstance(x, tuple):
         return False
     try:
         return isinstance(x, ek().TensorArray)
