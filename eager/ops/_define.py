@@ -176,3 +176,21 @@ def sum_to_like(g, x):
     if gs.is_fully_defined() and gs == xs:
         return g
     return execute(SUM_TO_LIKE, (g, x), EMPTY)
+
+
+def is_known_zero(t) -> bool:
+    """True when `t` is certainly all zeros: an eager zero tensor, or a ZerosLike/zero Const graph node.
+
+    Gradient rules of multi-output ops use it to skip terms for outputs that
+    received no gradient (backprop fills those with zeros), like TensorFlow's
+    `IsZero` in its gradient code.
+    """
+    if not t._is_symbolic:
+        return not np.any(t._value)
+    op = t.op
+    if op.type == "ZerosLike":
+        return True
+    if op.type in ("Const", "Fill", "BroadcastTo"):
+        v = t._static_value if hasattr(t, "_static_value") else None
+        return v is not None and not np.any(v)
+    return False

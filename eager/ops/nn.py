@@ -24,8 +24,8 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import EMPTY, infer_same, normalize_axis, sum_to_like
-from .array import expand_dims, zeros_like
+from ._define import EMPTY, infer_same, is_known_zero, normalize_axis, sum_to_like
+from .array import expand_dims
 from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, minimum, multiply, negative,
                    reciprocal, sigmoid, subtract, tanh)
 from .nn_conv import avg_pool2d, conv2d, conv2d_transpose, max_pool2d
@@ -223,7 +223,7 @@ def _second_order(gg, logits, axis, labels=None):
 
     backprop = softmax(logits) * sum(labels) - labels (sum(labels) = 1 for sparse labels).
     """
-    if not gg._is_symbolic and not np.any(gg._value):
+    if is_known_zero(gg):
         return None
     sm = softmax(logits, axis=axis)
     gs = reduce_sum(multiply(gg, sm), axis=axis, keepdims=True)
