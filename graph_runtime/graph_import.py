@@ -17,6 +17,8 @@ same code.  Imports `eager` and sibling modules.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from eager import context as _context
@@ -85,7 +87,8 @@ def _validate_nodes(gd):
 
 
 def _toposort(nodes, by_name, input_map):
-    """Indices of nodes in a topological order; raises on dangling inputs and cycles."""
+    """Indices of nodes in a topological order (the listed order when it is one); raises on dangling
+    inputs and cycles."""
     index = {n["name"]: i for i, n in enumerate(nodes)}
     indeg = [0] * len(nodes)
     users = [[] for _ in nodes]
@@ -108,16 +111,16 @@ def _toposort(nodes, by_name, input_map):
         indeg[i] = len(deps)
         for d in deps:
             users[d].append(i)
-    ready = [i for i in range(len(nodes)) if indeg[i] == 0]
-    ready.reverse()
+    ready = [i for i in range(len(nodes)) if indeg[i] == 0]   # a heap: keeps the listed order when valid
+    heapq.heapify(ready)
     order = []
     while ready:
-        i = ready.pop()
+        i = heapq.heappop(ready)
         order.append(i)
-        for u in reversed(users[i]):
+        for u in users[i]:
             indeg[u] -= 1
             if indeg[u] == 0:
-                ready.append(u)
+                heapq.heappush(ready, u)
     if len(order) != len(nodes):
         stuck = sorted(nodes[i]["name"] for i in range(len(nodes)) if indeg[i] > 0)
         raise GraphDefError(f"graph_def contains a cycle among nodes {stuck[:8]}{' ...' if len(stuck) > 8 else ''}")
