@@ -28,6 +28,7 @@ from .compiler import compile_plan, Plan
 from .gradients import gradients
 from .attr_codecs import register_attr_codec
 from .graph_def import import_graph_def, write_graph, read_graph, GRAPH_DEF_VERSION
+from . import control_flow  # noqa: F401,E402 - registers the cond/while_loop/switch_case graph builders
 
 __all__ = [
     "Graph", "Operation", "GraphTensor", "SourceLocation", "GraphKeys", "get_default_graph", "reset_default_graph",

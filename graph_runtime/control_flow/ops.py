@@ -1,0 +1,167 @@
+"""The functional control-flow ops: If / StatelessIf, Case / StatelessCase, While / StatelessWhile.
+
+Each op holds its bodies (`BodyGraph`s) in attrs and runs them through compiled
+plans (`plans.body_plan`); the `Stateless*` variant is chosen when no body has
+side effects, so optimizer passes may treat it like any pure op.
+
+- `If(pred, *captures)`, attrs `then_branch`, `else_branch`, `Tout`,
+  `output_shapes`, `grad_state`.  Both branches take all captures as inputs.
+- `Case(branch_index, *captures)`, attrs `branches` (a tuple; with a `default`
+  it is the last one and `has_default` is True), `Tout`, `output_shapes`,
+  `grad_state`.  An index out of range runs the last branch.
+- `While(*loop_vars, [maximum_iterations,] *captures)`, attrs `cond`, `body`,
+  `num_vars`, `has_max`, `Tout`, `output_shapes` (the shape invariants),
+  `grad_state`.  Cond and body both take `loop vars + captures`.
+
+Every op has one extra, last output of dtype `variant`: what its gradient needs
+from the forward run (for a While, `None` unless a gradient was built
+for the op, see `grad_state.py`).  For a While it is `(iterations, [saved values per
+iteration])`, so memory grows with the iteration count only for loops that are
+differentiated; for If/Case it is `(branch taken, saved values)`.
+
+Lowering (`OpDef.extra["lower"]`): the executor asks for a callable per op; it
+binds the bodies' plans once.  The While loop is a plain Python `while`
+calling the cond plan and the body plan: no recursion, no per-iteration
+allocation beyond the loop values themselves.
+
+Imports `eager` and siblings.
+"""
+from __future__ import annotations
+
+from eager.dtypes import DType
+from eager.registry import Spec, op
+
+from .grad_state import GradState
+from .grads import branch_grad, while_grad
+from .plans import body_plan
+
+VARIANT = DType("variant", object)     # opaque value: not a user dtype, never fed or fetched by users
+
+
+def _infer(specs, attrs):
+    return [Spec(s.dims, d) for d, s in zip(attrs["Tout"], attrs["output_shapes"])] + [Spec((), VARIANT)]
+
+
+# ------------------------------------------------------------------ If / Case
+def _map_error(plans, exc):
+    for p in plans:
+        new = p.map_error(exc)
+        if new is not exc:
+            return new
+    return exc
+
+
+def _branch_runner(branches, state: GradState):
+    """`run(b, caps) -> outputs + (variant,)` with plans bound (recompiled if saves are added)."""
+    plain = [body_plan(g) for g in branches]
+
+    def run(b, caps):
+        saves = state.saves[b]
+        if saves:
+            plan = body_plan(branches[b], tuple(saves))
+            try:
+                outs = plan.fn(*caps)
+            except Exception as e:
+                raise plan.map_error(e) from None
+            n = len(branches[b].outputs)
+            return outs[:n] + ((b, outs[n:]),)
+        plan = plain[b]
+        try:
+            return plan.fn(*caps) + ((b, ()),)
+        except Exception as e:
+            raise plan.map_error(e) from None
+    return run
+
+
+def _if_kernel(pred, *caps, then_branch, else_branch, grad_state, **_):
+    return _branch_runner((then_branch, else_branch), grad_state)(0 if pred else 1, caps)
+
+
+def _lower_if(op, ctx):
+    run = _branch_runner((op._attrs["then_branch"], op._attrs["else_branch"]), op._attrs["grad_state"])
+
+    def if_(pred, *caps):
+        return run(0 if pred else 1, caps)
+    return if_
+
+
+def case_branch(index, n_branches: int, has_default: bool) -> int:
+    """Which branch runs for `index`: in range -> that one, else the last (the default if given)."""
+    i = int(index)
+    n_indexed = n_branches - 1 if has_default else n_branches
+    return i if 0 <= i < n_indexed else n_branches - 1
+
+
+def _case_kernel(index, *caps, branches, has_default, grad_state, **_):
+    return _branch_runner(branches, grad_state)(case_branch(index, len(branches), has_default), caps)
+
+
+def _lower_case(op, ctx):
+    branches, has_default = op._attrs["branches"], op._attrs["has_default"]
+    run = _branch_runner(branches, op._attrs["grad_state"])
+    n = len(branches)
+
+    def case(index, *caps):
+        return run(case_branch(index, n, has_default), caps)
+    return case
+
+
+# ------------------------------------------------------------------ While
+def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState):
+    cond_plan = body_plan(cond_g)
+    plain_plan = body_plan(body_g)
+
+    def run(*args):
+        vals = args[:n]
+        limit = int(args[n]) if has_max else -1
+        caps = args[n + 1:] if has_max else args[n:]
+        active = state.active
+        bplan = body_plan(body_g, tuple(state.saves[0])) if active else plain_plan
+        cfn, bfn = cond_plan.fn, bplan.fn
+        i = 0
+        try:
+            if active:
+                history = []
+                while (i < limit or limit < 0) and cfn(*vals, *caps)[0]:
+                    outs = bfn(*vals, *caps)
+                    history.append(outs[n:])
+                    vals = outs[:n]
+                    i += 1
+                return vals + ((i, history),)
+            if has_max:
+                while i < limit and cfn(*vals, *caps)[0]:
+                    vals = bfn(*vals, *caps)
+                    i += 1
+            else:
+                while cfn(*vals, *caps)[0]:
+                    vals = bfn(*vals, *caps)
+        except Exception as e:
+            raise _map_error((cond_plan, bplan), e) from None
+        return vals + (None,)
+    return run
+
+
+def _while_kernel(*args, cond, body, num_vars, has_max, grad_state, **_):
+    return _while_runner(cond, body, num_vars, has_max, grad_state)(*args)
+
+
+def _lower_while(op, ctx):
+    a = op._attrs
+    return _while_runner(a["cond"], a["body"], a["num_vars"], a["has_max"], a["grad_state"])
+
+
+# ------------------------------------------------------------------ registration
+def _pair(name, kernel, lower, grad, doc):
+    stateful = op(name, kernel, _infer, grad, stateful=True, num_outputs=-1, extra={"lower": lower},
+                  doc=doc + " Some body has side effects.")
+    stateless = op("Stateless" + name, kernel, _infer, grad, num_outputs=-1, extra={"lower": lower},
+                   doc=doc + " No body has side effects.")
+    return stateful, stateless
+
+
+IF, STATELESS_IF = _pair("If", _if_kernel, _lower_if, branch_grad,
+                         "Run then_branch(*captures) if pred else else_branch(*captures).")
+CASE, STATELESS_CASE = _pair("Case", _case_kernel, _lower_case, branch_grad,
+                             "Run branches[branch_index](*captures) (out of range: the last branch).")
+WHILE, STATELESS_WHILE = _pair("While", _while_kernel, _lower_while, while_grad,
+                               "loop_vars = body(*loop_vars, *captures) while cond(*loop_vars, *captures).")
