@@ -274,6 +274,9 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
         [f"{i.path}: {i.describe()}" for i in infos if i.kind != "tensor"],
         fetches, result, template, plan, nodes_before, nodes_after, function.python_function)
     cf._accept_key = _make_acceptor(leaves, input_specs)
+    spec_it = iter(input_specs)  # the call as traced, tensors replaced by specs (used by tracing.save)
+    cf._traced_call = ek.nest.pack_sequence_as([list(args), dict(kwargs)],
+                                               [next(spec_it) if _is_tensor_leaf(x) else x for x in leaves])
     return cf, bool(graph.created_variables)
 
 
