@@ -275,7 +275,8 @@ class TensorArray(_Fields):
         t = self._value(value, "unstack")
         if t.shape.rank == 0:
             raise InvalidArgumentError(f"TensorArray.unstack: value must have rank >= 1, got shape {t.shape}")
-        n_old, n_new = self.flow.shape.dims[0] if self.flow.shape.rank else None, t.shape.dims and t.shape.dims[0]
+        n_old = self.flow.shape.dims[0] if self.flow.shape.rank else None
+        n_new = t.shape.dims[0] if t.shape.rank else None
         if not self._dynamic and None not in (n_old, n_new) and n_old != n_new:
             raise InvalidArgumentError(f"TensorArray.unstack: cannot unstack {n_new} elements into a TensorArray "
                                        f"of size {n_old}; use dynamic_size=True")
