@@ -32,7 +32,7 @@ _I32_MIN, _I32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 def int_const(arr: np.ndarray) -> Tensor:
-    """Wrap an integer NumPy array as a constant (a Const node when building a graph)."""
+    """Wrap a NumPy array (usually integer) as a constant (a Const node when building a graph)."""
     if _ctx_state.stack[-1].is_eager:
         return Tensor(arr)
     return constant(arr)
@@ -71,7 +71,8 @@ def int_input(value, what: str = "axis", opname: str = "op") -> Tensor:
 
 def pack_ints(values, what: str = "indices", opname: str = "op") -> Tensor:
     """Stack a list of Python ints and scalar int tensors into a 1-D int tensor (int64 if any is)."""
-    from .array import stack
+    from ..dispatch import execute
+    from .array import PACK
     from .math import cast
     ts = [convert_to_tensor(v) if _is_tensorish(v) else None for v in values]
     wide = any(t is not None and t.dtype is int64 for t in ts)
@@ -85,7 +86,7 @@ def pack_ints(values, what: str = "indices", opname: str = "op") -> Tensor:
                 raise TypeError(f"{opname}: {what} entries must be ints or scalar integer tensors, got "
                                 f"{t.dtype.name} tensor of shape {t.shape}")
             parts.append(cast(t, dt))
-    return stack(parts)
+    return execute(PACK, tuple(parts), {"axis": 0})
 
 
 def static_int(value, what: str = "axis", opname: str = "op") -> int:

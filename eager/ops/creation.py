@@ -199,7 +199,7 @@ def _one_hot_kernel(indices, depth, on_value, off_value, axis=-1):
     d = int(depth)
     if d < 0:
         raise InvalidArgumentError(f"OneHot: depth must be non-negative, got {d}", op_name="OneHot")
-    hot = np.expand_dims(indices, -1) == np.arange(d, dtype=indices.dtype)
+    hot = np.expand_dims(indices, -1) == np.arange(d)
     out = np.where(hot, on_value, off_value).astype(np.result_type(on_value), copy=False)
     if axis != -1 and axis != indices.ndim:
         out = np.moveaxis(out, -1, axis)

@@ -76,9 +76,8 @@ def _gather_kernel(params, indices, axis, batch_dims=0):
         raise InvalidArgumentError("GatherV2: params must be at least 1-D, got a scalar", op_name="GatherV2")
     a, b = _gather_dims("GatherV2", params.shape, indices.shape, int(axis), batch_dims)
     _check_bounds("GatherV2", indices, params.shape[a], a)
-    if b == 0:
-        return np.take(params, indices, axis=a)
-    return params[_gather_index(params.shape, indices, a, b)]
+    out = np.take(params, indices, axis=a) if b == 0 else params[_gather_index(params.shape, indices, a, b)]
+    return out if isinstance(out, np.ndarray) else np.asarray(out, dtype=params.dtype)
 
 
 def _infer_gather(specs, attrs):
@@ -120,7 +119,14 @@ def _indices(indices, opname):
 
 
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
-    """Slices of `params` along `axis` at `indices` (TensorFlow's signature; axis defaults to batch_dims)."""
+    """Slices of `params` along `axis` at `indices` (TensorFlow's signature; axis defaults to batch_dims).
+
+    TensorFlow ignores its deprecated third parameter `validate_indices`, so `gather(x, i, 1)` silently
+    gathers along axis 0 there; here an integer third argument is taken as the axis (indices are always
+    validated).
+    """
+    if axis is None and validate_indices is not None and not isinstance(validate_indices, (bool, np.bool_)):
+        axis = validate_indices
     p = params if isinstance(params, Tensor) else convert_to_tensor(params)
     i = _indices(indices, "GatherV2")
     b = static_int(batch_dims, "batch_dims", "GatherV2")
@@ -156,7 +162,8 @@ def _gather_nd_kernel(params, indices, batch_dims=0):
     idx = _nd_index(params.shape, indices, batch_dims, "GatherNd")
     if idx is None:
         return np.broadcast_to(params, indices.shape[:-1] + params.shape).copy()
-    return params[idx]
+    out = params[idx]
+    return out if isinstance(out, np.ndarray) else np.asarray(out, dtype=params.dtype)
 
 
 def _infer_gather_nd(specs, attrs):

@@ -69,10 +69,10 @@ def _check_spec(n, rank, shape, attrs):
 
 def _ss_kernel(x, begin, end, strides, **attrs):
     b, e, s = begin.tolist(), end.tolist(), strides.tolist()
-    _check_spec(len(b), np.ndim(x), np.shape(x), attrs)
     idx = _index_tuple(b, e, s, **attrs)
     try:
-        return x[idx]
+        out = x[idx]
+        return out if x.dtype != object or isinstance(out, np.ndarray) else np.array(out, dtype=object)
     except IndexError as err:
         raise InvalidArgumentError(f"StridedSlice: {err} (input shape {list(np.shape(x))}, begin {b}, end {e}, "
                                    f"strides {s})", op_name="StridedSlice") from None
@@ -222,6 +222,26 @@ def _whole_key(t, key):
     return None
 
 
+_STATIC_KEYS: dict = {}  # signature of an all-Python key -> (begin, end, strides, masks); arrays never mutated
+
+
+def _static_signature(key):
+    """A hashable signature for keys made only of ints, None, `...` and int slices (else None)."""
+    sig = []
+    for k in key:
+        tk = type(k)
+        if tk is int or k is None or k is Ellipsis:
+            sig.append(k)
+        elif tk is _bslice and type(k.start) in _PLAIN and type(k.stop) in _PLAIN and type(k.step) in _PLAIN:
+            sig.append((k.start, k.stop, k.step))
+        else:
+            return None
+    return tuple(sig)
+
+
+_PLAIN = (int, type(None))
+
+
 def getitem(tensor, key):
     """`tensor[key]` with TensorFlow's semantics (see the module docstring)."""
     t = tensor if isinstance(tensor, Tensor) else convert_to_tensor(tensor)
@@ -231,6 +251,25 @@ def getitem(tensor, key):
             return special
     if not isinstance(key, (tuple, list)):
         key = (key,)
+    sig = _static_signature(key)
+    parsed = _STATIC_KEYS.get(sig) if sig is not None else None
+    if parsed is None:
+        parsed = _parse_key(key)
+        if sig is not None and parsed[3] is None:
+            if len(_STATIC_KEYS) > 1024:
+                _STATIC_KEYS.clear()
+            _STATIC_KEYS[sig] = parsed
+    begin, end, strides, dynamic, masks = parsed[0], parsed[1], parsed[2], parsed[3], parsed[4]
+    if dynamic is None:
+        return execute(STRIDED_SLICE, (t, int_const(begin), int_const(end), int_const(strides)), masks)
+    bt, et, stt = (pack_ints(v, "index", "StridedSlice") if any(isinstance(c, Tensor) for c in v)
+                   else int_const(np.array(v, dtype=np.int64 if dynamic else np.int32)) for v in (begin, end, strides))
+    return execute(STRIDED_SLICE, (t, bt, et, stt), masks)
+
+
+def _parse_key(key):
+    """(begin, end, strides, dynamic, masks): int arrays and dynamic=None for all-Python keys, else
+    lists mixing ints and scalar tensors and dynamic=True/False (whether int64 is needed)."""
     begin, end, strides = [], [], []
     masks = dict.fromkeys(_MASKS, 0)
     dynamic = [False]
@@ -261,15 +300,13 @@ def getitem(tensor, key):
         else:
             b = _component(k, dynamic)
             masks["shrink_axis_mask"] |= bit
-            e, st = (b + 1 if isinstance(b, int) else b), 1
+            e, st = (b + 1 if isinstance(b, int) else 0), 1  # end is ignored for shrunk entries
         begin.append(b)
         end.append(e)
         strides.append(st)
-    if dynamic[0]:
-        bt, et, stt = (pack_ints(v, "index", "StridedSlice") for v in (begin, end, strides))
-    else:
-        wide = any(not -_I32_MAX <= v <= _I32_MAX for v in begin + end + strides)
+    ints = [v for v in begin + end + strides if isinstance(v, int)]
+    wide = any(not -_I32_MAX <= v <= _I32_MAX for v in ints)
+    if not dynamic[0]:
         dt = np.int64 if wide else np.int32
-        bt, et, stt = (int_const(np.array(v, dtype=dt)) for v in (begin, end, strides))
-    return execute(STRIDED_SLICE, (t, bt, et, stt), masks)
-
+        return (np.array(begin, dtype=dt), np.array(end, dtype=dt), np.array(strides, dtype=dt), None, masks)
+    return begin, end, strides, wide, masks

@@ -18,7 +18,7 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._args import EMPTY, fold, int_input, value_ints
+from ._args import EMPTY, fold, int_const, int_input, value_ints
 
 __all__ = ["tile", "pad", "slice"]
 
@@ -72,19 +72,22 @@ def tile(input, multiples, name=None):
 
 # ------------------------------------------------------------------ pad
 def _paddings(p, x, opname):
-    p = np.asarray(p)
     r = np.ndim(x)
-    if p.shape != (r, 2):
+    if np.shape(p) != (r, 2):
         raise InvalidArgumentError(f"{opname}: paddings must have shape [{r}, 2] for an input of shape "
-                                   f"{list(np.shape(x))}, got shape {list(p.shape)}", op_name=opname)
-    if p.size and p.min() < 0:
-        raise InvalidArgumentError(f"{opname}: paddings must be non-negative, got {p.tolist()}", op_name=opname)
-    return [(int(a), int(b)) for a, b in p]
+                                   f"{list(np.shape(x))}, got shape {list(np.shape(p))}", op_name=opname)
+    pairs = p.tolist()
+    if any(a < 0 or b < 0 for a, b in pairs):
+        raise InvalidArgumentError(f"{opname}: paddings must be non-negative, got {pairs}", op_name=opname)
+    return pairs
 
 
 def _pad_kernel(x, paddings, constant_values):
     p = _paddings(paddings, x, "PadV2")
-    return np.pad(x, p, mode="constant", constant_values=constant_values)
+    x = np.asarray(x)
+    out = np.full(tuple(d + a + b for d, (a, b) in zip(x.shape, p)), constant_values, dtype=x.dtype)
+    out[tuple(_bslice(a, a + d) for d, (a, _) in zip(x.shape, p))] = x
+    return out
 
 
 def _check_mirror(p, shape, mode, opname):
@@ -171,6 +174,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0, name=None):
     p = int_input(paddings, "paddings", "Pad")
     m = str(mode).upper()
     if m == "CONSTANT":
+        if type(constant_values) is int and constant_values == 0 and x.dtype.is_numeric:
+            return execute(PAD, (x, p, int_const(np.zeros((), x.dtype.as_numpy_dtype))), EMPTY, name)
         c = operand(constant_values, x)
         if c.dtype is not x.dtype:
             raise InvalidArgumentError(f"PadV2: constant_values has dtype {c.dtype.name} but the tensor has dtype "

@@ -27,6 +27,9 @@ def test_gather():
     same(ek.gather(x, idx, axis=1, batch_dims=1), np.stack([np.take(x[b], idx[b], axis=0) for b in range(2)]))
     idx = R.integers(0, 4, (2, 3, 5))
     same(ek.gather(x, idx, axis=-1, batch_dims=-1), np.take_along_axis(x, idx, -1))
+    same(ek.gather(x, [2, 0], 1), np.take(x, [2, 0], axis=1))  # int third argument = axis (see docstring)
+    s = ek.constant(["a", "b"])
+    assert ek.gather(s, 1).dtype == ek.string and ek.gather_nd(s, [0]).numpy() == b"a"
     with pytest.raises(InvalidArgumentError, match=r"GatherV2: index 3 is not in \[0, 3\)"):
         ek.gather(x, [0, 3], axis=1)
     with pytest.raises(InvalidArgumentError, match="not in"):

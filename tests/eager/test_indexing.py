@@ -82,7 +82,8 @@ def test_variable_and_string_indexing():
     v = ek.Variable(np.arange(6.0).reshape(2, 3))
     np.testing.assert_array_equal(v[1, ::-1].numpy(), [5.0, 4.0, 3.0])
     s = ek.constant(["a", "b", "c"])
-    assert s[1].numpy() == b"b"
+    assert s[1].numpy() == b"b" and s[1].dtype == ek.string and s[1].shape == ()
+    assert ek.constant([["x"]])[0, 0].dtype == ek.string
     assert s[::-1].numpy().tolist() == [b"c", b"b", b"a"]
 
 
