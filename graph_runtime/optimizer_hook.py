@@ -8,18 +8,20 @@ meaning unchanged: fed tensors, fetched tensors and target ops (Grappler's
 fetches up by name in the returned graph, so a pass may return a new graph
 (passes never mutate their input).
 
-For now this is the identity: the pass pipeline (issue 4) lives in
-`graph_runtime/passes/`, whose `optimize(graph_or_graph_def, fetches,
-passes=None)` is the public entry point; the passes engineer replaces the body
-below with a call to it (honouring `config.optimize` and
-`config.disabled_passes`).  The public name `optimize` is reserved for
-`graph_runtime.passes`.
+The pass pipeline lives in `graph_runtime/passes/` (`optimize(graph_or_graph_def,
+fetches, passes=None)` is the public entry point).  `config.optimize=False`
+returns the graph unchanged; `config.disabled_passes` names passes to skip.
+`config` may be None (defaults: optimize with the default pipeline).
 
-Imports nothing from the project.
+Imports `graph_runtime.passes` lazily (it imports the graph core).
 """
 from __future__ import annotations
 
 
 def optimize_for_run(graph, fetches, config):
-    """Return `(optimized_graph, report)`; currently `(graph, None)` (no passes wired yet)."""
-    return graph, None
+    """Return `(optimized_graph, report)`, or `(graph, None)` when optimization is off."""
+    if config is not None and not getattr(config, "optimize", True):
+        return graph, None
+    from .passes import optimize
+    return optimize(graph, list(fetches), disabled=tuple(getattr(config, "disabled_passes", ()) or ()),
+                     keep_stateful=bool(getattr(config, "keep_stateful", False)))

@@ -1,0 +1,25 @@
+"""Graph optimization passes (issue 4): one pass per module, a pass manager, `optimize`.
+
+- `optimize(graph_or_graph_def, fetches, passes=None, ...) -> (graph, OptimizationReport)`
+  (manager.py) runs the pipeline; `run_pass(name, graph, fetches)` runs one.
+- Passes (registered by name; `SessionConfig(disabled_passes=(...))` uses the names):
+  `pruning`, `debug_stripper` (off by default), `constant_folding`,
+  `arithmetic` (rule table in arithmetic_rules.py), `common_subexpression`,
+  `scale_folding`, `loop_invariant`, `dependency`, `memory`.
+- `rewriter.Rewriter` is the one graph-copying utility every pass uses;
+  `pattern.py` the small pattern matcher behind the arithmetic rule table.
+
+Every pass is a pure function `Graph -> (Graph, PassStats)` that never mutates
+its input and never changes a result: see each module's docstring for the
+conditions it checks.
+
+Imports `eager` and `graph_runtime` core modules (never `graph_runtime.session`).
+"""
+from . import pruning, debug_stripper, constant_folding, arithmetic, cse, scale_folding  # noqa: F401 (register)
+from . import loop_invariant, dependency, memory  # noqa: F401 (register)
+from .core import GraphPass, PassContext, PassStats, get_pass, register_pass, registered_passes
+from .manager import DEFAULT_PIPELINE, OptimizationReport, optimize, resolve_pipeline, run_pass
+from .rewriter import Rewriter
+
+__all__ = ["optimize", "run_pass", "OptimizationReport", "PassStats", "PassContext", "GraphPass", "get_pass",
+           "register_pass", "registered_passes", "resolve_pipeline", "DEFAULT_PIPELINE", "Rewriter"]

@@ -1,0 +1,90 @@
+"""Records shared by every pass: `PassContext`, `PassStats`, `GraphPass` and the pass registry.
+
+A pass is a named pure function `fn(graph, ctx) -> (graph, PassStats)`: it never
+mutates `graph` (it builds a new one through `Rewriter`); `stats.changes`
+counts the rewrites it applied (0 means "nothing to do", which is how the
+manager detects a fixed point).  `ctx` carries what every pass must respect:
+the names of the ops to preserve (fed/fetched tensors' producers and target
+ops) and options.
+
+Each pass module registers itself with `register_pass(GraphPass(...))`; the
+manager looks passes up by name (`get_pass`), so `SessionConfig(disabled_passes=
+("arithmetic",))` names them.
+
+Imports nothing from the project.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What a pass must respect: `preserve` (op names kept with their meaning), options."""
+
+    preserve: frozenset = frozenset()
+    keep_stateful: bool = False           # pruning keeps side-effecting ops even when nothing needs them
+    options: dict = field(default_factory=dict)
+
+    def option(self, name: str, default=None):
+        return self.options.get(name, default)
+
+
+@dataclass
+class PassStats:
+    """What one run of one pass did."""
+
+    name: str
+    nodes_before: int = 0
+    nodes_after: int = 0
+    changes: int = 0                      # rewrites applied (0: the pass found nothing to do)
+    seconds: float = 0.0
+    details: dict = field(default_factory=dict)   # rule or reason -> count
+    iteration: int = 0
+
+    def summary(self) -> str:
+        det = ", ".join(f"{k}: {v}" for k, v in sorted(self.details.items()))
+        return (f"{self.name:<22} {self.nodes_before:>6} -> {self.nodes_after:<6} {self.changes:>5} changes "
+                f"{self.seconds * 1e3:8.2f} ms" + (f"  ({det})" if det else ""))
+
+
+@dataclass(frozen=True)
+class GraphPass:
+    """A named graph-to-graph pass.  `iterative`: worth re-running until nothing changes."""
+
+    name: str
+    fn: Callable
+    doc: str = ""
+    iterative: bool = True
+    default_enabled: bool = True
+
+    def __call__(self, graph, ctx: PassContext):
+        return self.fn(graph, ctx)
+
+
+_PASSES: dict = {}
+
+
+def register_pass(p: GraphPass) -> GraphPass:
+    if p.name in _PASSES:
+        raise ValueError(f"graph pass {p.name!r} is already registered")
+    _PASSES[p.name] = p
+    return p
+
+
+def get_pass(name: str) -> GraphPass:
+    try:
+        return _PASSES[name]
+    except KeyError:
+        raise ValueError(f"unknown graph optimization pass {name!r}; known passes: {sorted(_PASSES)}") from None
+
+
+def registered_passes() -> dict:
+    return dict(_PASSES)
+
+
+def make_stats(name: str, before, after, rw=None) -> PassStats:
+    """Stats for a pass that produced `after` from `before` with rewriter `rw`."""
+    return PassStats(name, len(before._ops), len(after._ops), rw.changes if rw is not None else 0,
+                     details=dict(rw.notes) if rw is not None else {})

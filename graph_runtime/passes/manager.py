@@ -1,0 +1,189 @@
+"""The pass manager and the public entry point `optimize(graph_or_graph_def, fetches, passes=None)`.
+
+Pipeline (Grappler's order, minus what has no meaning here; see TF_SEMANTICS.md):
+
+    pruning -> debug_stripper (off by default) -> constant_folding -> arithmetic
+    -> common_subexpression -> scale_folding -> loop_invariant -> dependency
+    -> [repeat the iterative passes until nothing changes, at most
+        `max_iterations` times; Grappler does 2]
+    -> memory (annotates in-place reuse; once, last)
+
+Non-iterative passes placed before the first iterative one run once first;
+the others run once after the loop.  After every pass the manager checks the
+graph (`graph.verify()`) when `verify=True` or the environment variable
+`GRAPHJIT_VERIFY_PASSES=1` is set (the tests set it), and records a `PassStats`
+(nodes before/after, rewrites, time).  Passes never mutate their input, so the
+caller's graph is untouched and the result is a new graph (the input graph
+itself when no pass is enabled).
+
+`fetches` names everything that must keep its name and meaning: fetched
+tensors, fed tensors and target ops (tensors, ops, names 'op:0'/'op', nested
+lists/tuples/dicts of them).  The optimized graph has an op of the same name for
+each, so callers look them up by name.
+
+Imports sibling pass modules, `graph_runtime` core and `eager`.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..graph import Graph
+from ..operation import GraphTensor, Operation
+from .core import GraphPass, PassContext, PassStats, get_pass
+
+DEFAULT_PIPELINE = ("pruning", "debug_stripper", "constant_folding", "arithmetic", "common_subexpression",
+                    "scale_folding", "loop_invariant", "dependency", "memory")
+DEFAULT_MAX_ITERATIONS = 4
+
+
+@dataclass
+class OptimizationReport:
+    """What `optimize` did: one `PassStats` per pass run, totals, and the preserved names."""
+
+    passes: list = field(default_factory=list)
+    nodes_before: int = 0
+    nodes_after: int = 0
+    iterations: int = 0
+    seconds: float = 0.0
+    preserved: tuple = ()
+
+    def stats_for(self, name: str) -> list:
+        return [p for p in self.passes if p.name == name]
+
+    def changes(self, name: Optional[str] = None) -> int:
+        return sum(p.changes for p in self.passes if name is None or p.name == name)
+
+    def __str__(self):
+        lines = [f"optimize: {self.nodes_before} -> {self.nodes_after} nodes in {self.iterations} iteration(s), "
+                 f"{self.seconds * 1e3:.2f} ms"]
+        lines += ["  " + p.summary() for p in self.passes]
+        return "\n".join(lines)
+
+
+def _fetch_names(graph: Graph, fetches) -> list:
+    out: list = []
+    stack = [fetches]
+    while stack:
+        x = stack.pop()
+        if x is None:
+            continue
+        if isinstance(x, (list, tuple, set, frozenset)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif isinstance(x, str):
+            out.append(x)
+        elif isinstance(x, (GraphTensor, Operation)):
+            if x.graph is not graph:
+                raise ValueError(f"optimize: fetch {x.name!r} is not an element of the graph being optimized")
+            out.append(x.name)
+        elif getattr(x, "_is_variable", False):
+            continue
+        else:
+            raise TypeError(f"optimize: cannot interpret fetch {x!r} ({type(x).__name__}); pass tensors, ops or "
+                            f"their names")
+    return out
+
+
+def _op_names(graph: Graph, names) -> frozenset:
+    ops = set()
+    for n in names:
+        op_name = n.rpartition(":")[0] if ":" in n else n
+        if op_name not in graph._by_name:
+            raise KeyError(f"optimize: fetch {n!r} does not name an op of the graph")
+        ops.add(op_name)
+    return frozenset(ops)
+
+
+def resolve_pipeline(passes=None, disabled=()) -> list:
+    """The GraphPass objects to run: `passes` (names or GraphPass) or the default pipeline, minus `disabled`."""
+    disabled = set(disabled or ())
+    for n in disabled:
+        get_pass(n)   # unknown names are an error, not a silent no-op
+    if passes is None:
+        chosen = [get_pass(n) for n in DEFAULT_PIPELINE if get_pass(n).default_enabled]
+    else:
+        chosen = [p if isinstance(p, GraphPass) else get_pass(p) for p in passes]
+    return [p for p in chosen if p.name not in disabled]
+
+
+def _verify_default() -> bool:
+    return os.environ.get("GRAPHJIT_VERIFY_PASSES", "") not in ("", "0")
+
+
+def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: Optional[bool] = None,
+             keep_stateful: bool = False, max_iterations: int = DEFAULT_MAX_ITERATIONS, options=None):
+    """Optimize a graph (or GraphDef) for computing `fetches`; returns `(new_graph, OptimizationReport)`.
+
+    `passes`: pass names (or `GraphPass` objects) in order; None = the default
+    pipeline (`DEFAULT_PIPELINE`, passes off by default excluded).  `disabled`:
+    names to skip.  `keep_stateful`: keep side-effecting ops nothing fetches
+    (traced function bodies).  `options`: per-pass options (e.g.
+    `{"fold_size_limit": 10**5}`), see each pass's docstring.
+    """
+    if isinstance(graph_or_graph_def, dict):
+        from ..graph_def import import_graph_def
+        g = Graph()
+        with g.as_default():
+            import_graph_def(graph_or_graph_def, name="")
+        graph = g
+    elif isinstance(graph_or_graph_def, Graph):
+        graph = graph_or_graph_def
+    else:
+        raise TypeError(f"optimize: expected a Graph or a GraphDef dict, got {type(graph_or_graph_def).__name__}")
+    names = _fetch_names(graph, fetches)
+    ctx = PassContext(_op_names(graph, names), keep_stateful, dict(options or {}))
+    pipeline = resolve_pipeline(passes, disabled)
+    check = _verify_default() if verify is None else verify
+    report = OptimizationReport(nodes_before=len(graph._ops), preserved=tuple(sorted(ctx.preserve)))
+    t_start = time.perf_counter()
+
+    first_iter = next((i for i, p in enumerate(pipeline) if p.iterative), len(pipeline))
+    pre = pipeline[:first_iter]
+    loop = [p for p in pipeline[first_iter:] if p.iterative]
+    post = [p for p in pipeline[first_iter:] if not p.iterative]
+
+    def run(p: GraphPass, g: Graph, iteration: int) -> tuple:
+        t0 = time.perf_counter()
+        out, stats = p(g, ctx)
+        stats.seconds = time.perf_counter() - t0
+        stats.iteration = iteration
+        if check:
+            out.verify()
+        report.passes.append(stats)
+        return out, stats
+
+    for p in pre:
+        graph, _ = run(p, graph, 0)
+    iteration = 0
+    if loop:
+        for iteration in range(1, max(1, max_iterations) + 1):
+            changed = 0
+            for p in loop:
+                graph, stats = run(p, graph, iteration)
+                changed += stats.changes
+            if not changed:
+                break
+    for p in post:
+        graph, _ = run(p, graph, iteration)
+    report.iterations = iteration
+    report.nodes_after = len(graph._ops)
+    report.seconds = time.perf_counter() - t_start
+    return graph, report
+
+
+def run_pass(name_or_pass, graph: Graph, fetches, verify: bool = True, keep_stateful: bool = False,
+             options=None) -> tuple:
+    """Run one pass alone: `(new_graph, PassStats)` (handy for tests and debugging)."""
+    p = name_or_pass if isinstance(name_or_pass, GraphPass) else get_pass(name_or_pass)
+    ctx = PassContext(_op_names(graph, _fetch_names(graph, fetches)), keep_stateful, dict(options or {}))
+    out, stats = p(graph, ctx)
+    if verify:
+        out.verify()
+    return out, stats
+
+
+__all__ = ["optimize", "run_pass", "resolve_pipeline", "OptimizationReport", "DEFAULT_PIPELINE"]

@@ -1,0 +1,107 @@
+"""Scale folding (Grappler's FoldMultiplyIntoConv): fold a constant scale into constant weights.
+
+    Conv2D(x, W) * c   -> Conv2D(x, W * c)      c: scalar or per output channel
+    MatMul(x, W) * c   -> MatMul(x, W * c)      c: scalar or per output column
+    Conv2D(x * c, W)   -> Conv2D(x, W * c)      c: scalar
+    MatMul(x * c, W)   -> MatMul(x, W * c)      c: scalar
+
+Only when `W` and `c` are (non-preserved) constants of the same dtype, `c`
+is finite and non-zero (so `inf * 0`-style NaNs cannot appear or vanish), the
+multiply does not broadcast its other operand (its static output shape is the
+conv/matmul's, resp. `x`'s) and the intermediate has no other consumer (else
+the rewrite would add work).  The new weights are computed now, once.  This is
+not bitwise exact (rounding happens in a different place), like Grappler's.
+
+Imports sibling pass modules and NumPy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import GraphPass, PassContext, make_stats, register_pass
+from .rewriter import Rewriter, has_subgraphs, is_stateful
+
+_SCALED = frozenset({"Conv2D", "MatMul"})
+
+
+def _scale_ok(c) -> bool:
+    return c is not None and c.dtype.kind == "f" and c.size > 0 and bool(np.all(np.isfinite(c))) and \
+        bool(np.all(c != 0))
+
+
+def _channel_scale(op, w, c):
+    """c reshaped to multiply W's output channels, or None when c is not per output channel."""
+    if c.ndim > len(op._outputs[0]._shape._dims or ()) or any(d != 1 for d in c.shape[:-1]):
+        return None
+    flat = c.reshape(-1)
+    if op._opdef.name == "Conv2D":
+        n_out = w.shape[-1]
+        return flat if flat.size in (1, n_out) else None
+    if w.ndim != 2:
+        return None
+    tb = bool(op._attrs.get("transpose_b"))
+    n_out = w.shape[0] if tb else w.shape[1]
+    if flat.size not in (1, n_out):
+        return None
+    return flat.reshape(-1, 1) if tb else flat
+
+
+def fold_scales(graph, ctx: PassContext):
+    rw = Rewriter(graph, ctx)
+    for op in graph._ops:
+        t = op._opdef.name
+        if t not in ("Mul", "Conv2D", "MatMul") or is_stateful(op) or has_subgraphs(op):
+            rw.copy(op)
+            continue
+        ins = rw.inputs(op)
+        new = _fold_after(rw, op, ins) if t == "Mul" else _fold_before(rw, op, ins)
+        if new is not None:
+            rw.replace(op, [new], note=("scale_after_" if t == "Mul" else "scale_before_") + new._op._opdef.name)
+        else:
+            rw.copy(op, inputs=ins)
+    out = rw.finish()
+    return out, make_stats("scale_folding", graph, out, rw)
+
+
+def _fold_after(rw, op, ins):
+    """Mul(Conv2D/MatMul(x, W), c) (either order)."""
+    for a, b in ((ins[0], ins[1]), (ins[1], ins[0])):
+        prod = a._op
+        c = rw.const_value(b)
+        if (prod._opdef.name not in _SCALED or a._index != 0 or rw.is_barrier(a) or prod._control_inputs
+                or not _scale_ok(c) or not rw.single_use(a) or c.dtype != a._dtype.as_numpy_dtype):
+            continue
+        if a._shape._dims is None or tuple(op._outputs[0]._shape._dims or ()) != tuple(a._shape._dims):
+            continue
+        w = rw.const_value(prod._inputs[1])
+        if w is None:
+            continue
+        scale = _channel_scale(prod, w, c)
+        if scale is None:
+            continue
+        w_new = rw.const(np.multiply(w, scale).astype(w.dtype, copy=False), like=prod)
+        return rw.emit(prod._opdef, [prod._inputs[0], w_new], dict(prod._attrs), like=op)._outputs[0]
+    return None
+
+
+def _fold_before(rw, op, ins):
+    """Conv2D/MatMul(Mul(x, c), W) with scalar c."""
+    x_c, w_t = ins[0], ins[1]
+    w = rw.const_value(w_t)
+    mul = x_c._op
+    if w is None or mul._opdef.name != "Mul" or rw.is_barrier(x_c) or mul._control_inputs or \
+            not rw.single_use(x_c):
+        return None
+    for x, ct in ((mul._inputs[0], mul._inputs[1]), (mul._inputs[1], mul._inputs[0])):
+        c = rw.const_value(ct)
+        if not _scale_ok(c) or c.size != 1 or c.dtype != w.dtype:
+            continue
+        if x._shape._dims is None or x._shape._dims != x_c._shape._dims:
+            continue
+        w_new = rw.const(np.multiply(w, c.reshape(())).astype(w.dtype, copy=False), like=op)
+        return rw.emit(op._opdef, [x, w_new], dict(op._attrs), like=op)._outputs[0]
+    return None
+
+
+SCALE_FOLDING = register_pass(GraphPass("scale_folding", fold_scales,
+                                        "Fold constant scales into constant Conv2D/MatMul weights."))
