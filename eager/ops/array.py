@@ -200,7 +200,9 @@ def _infer_pack(specs, attrs):
         return [Spec(None, specs[0].dtype)]
     r = len(shape) + 1
     a = axis % r
-    return [Spec(tuple(shape[:a]) + (len(specs),) + tuple(shape[a:]), specs[0].dtype)]
+    from ._args import fold  # small constant stacks (shape arithmetic) keep a static value
+    return [Spec(tuple(shape[:a]) + (len(specs),) + tuple(shape[a:]), specs[0].dtype,
+                 fold(PACK.kernel, specs, attrs, limit=64))]
 
 
 def _g_pack(op, dy):

@@ -267,8 +267,9 @@ def split(value, num_or_size_splits, axis=0, num=None, name=None):
     """Split into `num_or_size_splits` equal pieces (an int) or pieces of the given sizes (a list/1-D tensor)."""
     x = value if isinstance(value, Tensor) else convert_to_tensor(value)
     ax = int_input(axis, "axis", "Split")
-    if isinstance(num_or_size_splits, (int, np.integer)) and not isinstance(num_or_size_splits, bool):
-        k = int(num_or_size_splits)
+    n = num_or_size_splits
+    if (isinstance(n, (int, np.integer)) and not isinstance(n, bool)) or (isinstance(n, Tensor) and n.shape.rank == 0):
+        k = static_int(n, "num_or_size_splits", "Split")  # the number of outputs must be static
         if k <= 0:
             raise InvalidArgumentError(f"Split: number of splits must be positive, got {k}", op_name="Split")
         return list(execute(SPLIT, (ax, x), {"num_split": k}, name))

@@ -124,3 +124,32 @@ def test_symbolic_gradient_matches_eager(name, fn, arrays):
         grad = loss_and_grads(phs)
     got, = g.run([grad], {id(p): a for p, a in zip(phs, arrays)})
     np.testing.assert_allclose(got, expect, rtol=1e-6, atol=1e-12)
+
+
+def test_shape_arithmetic_folds_to_static_shapes():
+    g = SymbolicGraph()
+    with g:
+        x = g.placeholder([2, 3, 4], ek.float32)
+        s = ek.shape(x)
+        a = ek.reshape(x, ek.concat([s[:1], [-1]], 0))
+        b = ek.reshape(x, ek.stack([s[0], s[2], s[1]]))
+        c = ek.zeros_like(ek.transpose(x))[ek.shape(x)[2] - 2]
+        d = ek.reshape(x, [ek.shape(x)[-1], -1])
+    assert a.shape == (2, 12)
+    assert b.shape == (2, 4, 3)
+    assert c.shape == (3, 2)
+    assert d.shape == (4, 6)
+
+
+def test_unknown_rank_inputs_give_unknown_shapes():
+    g = SymbolicGraph()
+    with g:
+        x = g.placeholder(None, ek.float32)
+        outs = [x[1:], ek.transpose(x), ek.concat([x, x], 0), ek.tile(x, ek.shape(x)), ek.reverse(x, [0]),
+                ek.gather(x, [0]), ek.cumsum(x), ek.where(x > 0), ek.sort(x)]
+    assert [o.shape.rank for o in outs[:-2]] == [None] * (len(outs) - 2)
+    assert outs[-2].shape.as_list() == [None, None]
+    xv = np.arange(6.0).reshape(3, 2).astype(np.float32)
+    got = g.run(outs, {id(x): xv})
+    np.testing.assert_array_equal(got[1], xv.T)
+    np.testing.assert_array_equal(got[3], np.tile(xv, [3, 2]))
