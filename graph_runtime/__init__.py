@@ -29,6 +29,7 @@ from .gradients import gradients
 from .attr_codecs import register_attr_codec
 from .graph_def import import_graph_def, write_graph, read_graph, GRAPH_DEF_VERSION
 from . import control_flow  # noqa: F401,E402 - registers the cond/while_loop/switch_case graph builders
+from .passes import optimize, OptimizationReport  # noqa: E402 - graph optimizer (issue 4)
 
 __all__ = [
     "Graph", "Operation", "GraphTensor", "SourceLocation", "GraphKeys", "get_default_graph", "reset_default_graph",
@@ -37,5 +38,5 @@ __all__ = [
     "variables_initializer", "global_variables", "trainable_variables", "report_uninitialized_variables",
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "OpStats", "get_default_session", "compile_plan",
     "Plan", "gradients", "register_attr_codec", "import_graph_def", "write_graph", "read_graph",
-    "GRAPH_DEF_VERSION",
+    "GRAPH_DEF_VERSION", "optimize", "OptimizationReport",
 ]
