@@ -1,0 +1,166 @@
+"""Variable checkpoints: `save_checkpoint(obj, path)` / `restore_checkpoint(obj, path)`.
+
+A checkpoint stores only variable VALUES, keyed by where each variable sits in
+the object (its attribute path, as TensorFlow's object-based checkpoints do),
+so renaming a variable does not break restoring while moving it does:
+
+    obj.dense.w        -> "dense.w"
+    obj.layers[1].b    -> "layers[1].b"
+    obj.table['emb']   -> "table['emb']"
+
+`obj` may be a `Module`, a Variable, or a list/tuple/dict of them.  Paths
+are found by walking Module attributes in sorted order and containers in
+order (like `Module.variables`), each variable once (its first path).  Other
+objects (optimizers included) are not walked: put their variables in a dict,
+e.g. `save_checkpoint({"model": m, "step": step_var}, path)`.
+
+Directory layout (written atomically like `tracing.save`):
+
+    graphjit_checkpoint.json   {"format": "graphjit.Checkpoint", "version": 1,
+                                "variables": [{"path", "name", "dtype", "shape", "array"}],
+                                "files": {"variables.npz": sha256}}
+    variables.npz              one array per variable (no pickles)
+
+`restore_checkpoint` checks everything first (file checksums, every path
+present, dtypes and shapes equal) and only then assigns, so a failed restore
+changes nothing.  Mismatches raise `SavedModelError` listing missing and
+unexpected paths; `strict=False` restores the paths that match and returns
+what was skipped instead.  Returns a `RestoreStatus`.
+
+Imports `numpy`, `eager` and sibling modules.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from eager.module import Module
+
+from . import format as fmt
+from .format import SavedModelError
+
+
+def variable_paths(obj) -> dict:
+    """{path: Variable} for every variable reachable from `obj` (see module docstring)."""
+    out: dict = {}
+    seen: set = set()
+    stack = [("", obj)]
+    while stack:
+        path, x = stack.pop()
+        if getattr(x, "_is_variable", False):
+            if id(x) not in seen:
+                seen.add(id(x))
+                out[path or "<root>"] = x
+            continue
+        if id(x) in seen:
+            continue
+        children = []
+        if isinstance(x, dict):
+            children = [(f"{path}[{k!r}]", x[k]) for k in sorted(x, key=repr)]
+        elif isinstance(x, (list, tuple)):
+            children = [(f"{path}[{i}]", v) for i, v in enumerate(x)]
+        elif isinstance(x, Module):
+            attrs = vars(x)
+            children = [(f"{path}.{k}" if path else k, attrs[k]) for k in sorted(attrs)
+                        if not k.startswith("_graphjit") and not k.startswith("__")]
+        else:
+            continue
+        seen.add(id(x))
+        stack.extend(reversed(children))
+    return out
+
+
+@dataclass
+class RestoreStatus:
+    """What `restore_checkpoint` did."""
+
+    restored: list = field(default_factory=list)
+    missing: list = field(default_factory=list)       # in the object, not in the checkpoint
+    unexpected: list = field(default_factory=list)    # in the checkpoint, not in the object
+
+    def assert_consumed(self) -> "RestoreStatus":
+        if self.missing or self.unexpected:
+            raise SavedModelError(f"checkpoint does not match the object: missing {self.missing}, "
+                                  f"unexpected {self.unexpected}")
+        return self
+
+
+def save_checkpoint(obj, path: str) -> str:
+    """Write the values of every variable of `obj` to directory `path`; returns the path."""
+    paths = variable_paths(obj)
+    if not paths:
+        raise ValueError(f"save_checkpoint: {type(obj).__name__} has no variables")
+    recs, arrays = [], {}
+    for i, (p, var) in enumerate(paths.items()):
+        value = np.asarray(var.numpy())
+        if value.dtype.kind in "OSU":
+            raise ValueError(f"save_checkpoint: variable {p} holds strings, which checkpoints do not support")
+        arrays[f"v{i}"] = np.ascontiguousarray(value)
+        recs.append({"path": p, "name": var._name, "dtype": var.dtype.name, "shape": list(value.shape),
+                     "array": f"v{i}"})
+    manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 1, "variables": recs, "files": {}}
+    with fmt.atomic_directory(path, fmt.CHECKPOINT_MANIFEST) as tmp:
+        vpath = os.path.join(tmp, fmt.VARIABLES_FILE)
+        with open(vpath, "wb") as f:
+            np.savez(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        manifest["files"][fmt.VARIABLES_FILE] = fmt.sha256_file(vpath)
+        fmt.write_json(os.path.join(tmp, fmt.CHECKPOINT_MANIFEST), manifest)
+    return os.path.abspath(path)
+
+
+def read_checkpoint(path: str) -> dict:
+    """{path: ndarray} stored in checkpoint directory `path` (SavedModelError if bad)."""
+    mpath = os.path.join(path, fmt.CHECKPOINT_MANIFEST)
+    if not os.path.isfile(mpath):
+        raise SavedModelError(f"{path} is not a checkpoint written by save_checkpoint ({fmt.CHECKPOINT_MANIFEST} "
+                              f"is missing)")
+    m = fmt.read_json(mpath, path)
+    if not isinstance(m, dict) or m.get("format") != fmt.CHECKPOINT_FORMAT or m.get("version") != 1:
+        raise SavedModelError(f"{mpath} is not a version-1 graphjit checkpoint manifest")
+    files, recs = m.get("files"), m.get("variables")
+    if not isinstance(files, dict) or not isinstance(recs, list):
+        raise SavedModelError(f"{mpath}: malformed manifest ('files' dict and 'variables' list required)")
+    vpath = os.path.join(path, fmt.VARIABLES_FILE)
+    if not os.path.isfile(vpath) or files.get(fmt.VARIABLES_FILE) != fmt.sha256_file(vpath):
+        raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} is missing or corrupted (checksum mismatch)")
+    try:
+        with np.load(vpath, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
+        raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} cannot be read ({type(e).__name__})") from None
+    out = {}
+    for i, r in enumerate(recs):
+        if not isinstance(r, dict) or not isinstance(r.get("path"), str) or r.get("array") not in arrays:
+            raise SavedModelError(f"{mpath}: malformed variable record #{i}")
+        out[r["path"]] = arrays[r["array"]]
+    return out
+
+
+def restore_checkpoint(obj, path: str, strict: bool = True) -> RestoreStatus:
+    """Assign the values stored in checkpoint `path` to the variables of `obj` (see module docstring)."""
+    values = read_checkpoint(path)
+    paths = variable_paths(obj)
+    status = RestoreStatus(missing=[p for p in paths if p not in values],
+                           unexpected=[p for p in values if p not in paths])
+    if strict and (status.missing or status.unexpected):
+        raise SavedModelError(f"restore_checkpoint({path}): the checkpoint does not match the object: variables "
+                              f"missing from the checkpoint: {status.missing}; in the checkpoint but not in the "
+                              f"object: {status.unexpected} (pass strict=False to restore the matching ones)")
+    todo = []
+    for p, var in paths.items():
+        if p not in values:
+            continue
+        v = values[p]
+        if v.dtype != var.dtype.np_dtype or not var.shape.is_compatible_with(v.shape):
+            raise SavedModelError(f"restore_checkpoint({path}): {p} is {v.dtype}{list(v.shape)} in the checkpoint "
+                                  f"but the variable is {var.dtype.name}{var.shape}")
+        todo.append((p, var, v))
+    for p, var, v in todo:
+        var.assign(v)
+        status.restored.append(p)
+    return status

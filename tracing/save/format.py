@@ -1,0 +1,257 @@
+"""The saved-function directory format: constants, structure codec, checksums, atomic writes.
+
+A saved directory (written by `tracing.save`, read by `tracing.load`) holds
+
+    graphjit_saved.json      manifest (format, version, functions, variables, file checksums)
+    graphs/<fn>_<i>.json     one GraphDef per concrete function (graph_runtime's format)
+    variables.npz            variable values, one array per variable key (no pickles)
+
+Everything is data: JSON parsed with `json.loads`, arrays read with
+`numpy.load(allow_pickle=False)`.  Nested Python structures (the arguments a
+function was traced with, the structure it returned) are encoded as tagged
+JSON by `encode_structure` / `decode_structure`:
+
+    {"list": [...]}, {"tuple": [...]}, {"dict": [[key, item], ...]},
+    {"namedtuple": {"name": "Point", "fields": ["x", "y"], "items": [...]}},
+    {"tensor": i}       the i-th tensor input (or output) of the concrete function
+    {"variable": key}   a saved variable
+    {"py": value}       a JSON scalar: null, bool, int, finite float, str
+    {"float": "nan"}    a non-finite float
+
+Namedtuples come back as `collections.namedtuple` types built from the stored
+name and field names (data, not code).  Every file is covered by a SHA-256 in
+the manifest, so a corrupted file is reported as such before it is parsed.
+
+Directories are written next to their destination and renamed into place
+(`atomic_directory`), so a failed save never leaves a half-written directory
+where a good one was.
+
+Imports only the standard library and numpy.
+"""
+from __future__ import annotations
+
+import collections
+import contextlib
+import hashlib
+import json
+import keyword
+import math
+import os
+import shutil
+import tempfile
+from typing import Any, Callable
+
+FORMAT = "graphjit.SavedFunctions"
+VERSION = 1
+MANIFEST = "graphjit_saved.json"
+CHECKPOINT_FORMAT = "graphjit.Checkpoint"
+CHECKPOINT_MANIFEST = "graphjit_checkpoint.json"
+VARIABLES_FILE = "variables.npz"
+_SCALARS = (type(None), bool, int, str)
+
+
+class SavedModelError(ValueError):
+    """A saved directory or checkpoint is missing, foreign, corrupted or inconsistent.
+
+    The one error class `tracing.load`, `restore_checkpoint` and `graphjit
+    show` raise for bad files (the message names the file and the problem).
+    """
+
+
+# ------------------------------------------------------------------ nested structures
+def encode_structure(value, leaf: Callable[[Any], Any], where: str) -> Any:
+    """Tagged JSON for `value`; `leaf(x)` returns the encoding of a non-structural leaf or None."""
+    if isinstance(value, dict):
+        items = []
+        for k in value:                      # insertion order: a loaded result prints like the original
+            if type(k) not in (str, int, bool) and k is not None:
+                raise TypeError(f"{where}: dict key {k!r} of type {type(k).__name__} cannot be saved "
+                                f"(keys must be str, int, bool or None)")
+            items.append([k, encode_structure(value[k], leaf, f"{where}[{k!r}]")])
+        return {"dict": items}
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return {"namedtuple": {"name": type(value).__name__, "fields": list(type(value)._fields),
+                               "items": [encode_structure(v, leaf, f"{where}.{f}")
+                                         for f, v in zip(type(value)._fields, value)]}}
+    if isinstance(value, (list, tuple)):
+        tag = "list" if isinstance(value, list) else "tuple"
+        return {tag: [encode_structure(v, leaf, f"{where}[{i}]") for i, v in enumerate(value)]}
+    enc = leaf(value)
+    if enc is not None:
+        return enc
+    if type(value) in _SCALARS:
+        return {"py": value}
+    if type(value) is float:
+        return {"py": value} if math.isfinite(value) else {"float": repr(value)}
+    raise TypeError(f"{where}: a Python value of type {type(value).__name__} ({value!r:.60}) is part of the "
+                    f"traced signature or result and cannot be saved as data; use tensors, Python scalars, "
+                    f"strings, None, or lists/tuples/dicts/namedtuples of them")
+
+
+def _sorted_keys(d):
+    try:
+        return sorted(d)
+    except TypeError:
+        return sorted(d, key=repr)
+
+
+def decode_structure(data, leaf: Callable[[str, Any], Any], where: str) -> Any:
+    """Inverse of `encode_structure`; `leaf(tag, payload)` decodes "tensor"/"variable" leaves.
+
+    Raises SavedModelError on anything malformed (never evaluates code).
+    """
+    if not isinstance(data, dict) or len(data) != 1:
+        raise SavedModelError(f"{where}: malformed structure entry {_short(data)}")
+    (tag, payload), = data.items()
+    if tag in ("list", "tuple"):
+        if not isinstance(payload, list):
+            raise SavedModelError(f"{where}: {tag} entry must hold a list")
+        items = [decode_structure(x, leaf, f"{where}[{i}]") for i, x in enumerate(payload)]
+        return items if tag == "list" else tuple(items)
+    if tag == "dict":
+        if not isinstance(payload, list):
+            raise SavedModelError(f"{where}: dict entry must hold a list of [key, value] pairs")
+        out = {}
+        for pair in payload:
+            if not isinstance(pair, list) or len(pair) != 2 or not (pair[0] is None or
+                                                                     type(pair[0]) in (str, int, bool)):
+                raise SavedModelError(f"{where}: malformed dict item {_short(pair)}")
+            out[pair[0]] = decode_structure(pair[1], leaf, f"{where}[{pair[0]!r}]")
+        return out
+    if tag == "namedtuple":
+        return _decode_namedtuple(payload, leaf, where)
+    if tag == "py":
+        if type(payload) in _SCALARS or (type(payload) is float and math.isfinite(payload)):
+            return payload
+        raise SavedModelError(f"{where}: a 'py' leaf must be a JSON scalar, got {_short(payload)}")
+    if tag == "float":
+        if payload not in ("nan", "inf", "-inf"):
+            raise SavedModelError(f"{where}: bad non-finite float {_short(payload)}")
+        return float(payload)
+    if tag in ("tensor", "variable"):
+        return leaf(tag, payload)
+    raise SavedModelError(f"{where}: unknown structure tag {tag!r}")
+
+
+_NAMEDTUPLE_TYPES: dict = {}
+
+
+def _decode_namedtuple(payload, leaf, where):
+    if not isinstance(payload, dict) or not isinstance(payload.get("name"), str) or \
+            not isinstance(payload.get("fields"), list) or not isinstance(payload.get("items"), list):
+        raise SavedModelError(f"{where}: malformed namedtuple entry {_short(payload)}")
+    name, fields = payload["name"], payload["fields"]
+    ok = name.isidentifier() and not keyword.iskeyword(name) and len(fields) == len(payload["items"]) and \
+        len(set(map(str, fields))) == len(fields) and \
+        all(isinstance(f, str) and f.isidentifier() and not keyword.iskeyword(f) and not f.startswith("_")
+            for f in fields)
+    if not ok:
+        raise SavedModelError(f"{where}: namedtuple {name!r} has invalid field names {_short(fields)}")
+    key = (name, tuple(fields))
+    typ = _NAMEDTUPLE_TYPES.get(key)
+    if typ is None:
+        typ = _NAMEDTUPLE_TYPES[key] = collections.namedtuple(name, fields)
+    return typ(*[decode_structure(x, leaf, f"{where}.{f}") for f, x in zip(fields, payload["items"])])
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+# ------------------------------------------------------------------ files
+def sha256_file(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def write_json(path: str, data, pretty: bool = True) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1 if pretty else None, allow_nan=False, sort_keys=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_json(path: str, what: str):
+    """Parse a JSON file; SavedModelError if it is missing, not UTF-8 or not JSON."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except FileNotFoundError:
+        raise SavedModelError(f"{what}: file {path} is missing") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise SavedModelError(f"{what}: {path} is not valid JSON ({type(e).__name__}: {str(e)[:120]})") from None
+    except OSError as e:
+        raise SavedModelError(f"{what}: cannot read {path}: {e}") from None
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def check_inside(root: str, rel) -> str:
+    """`root/rel` for a relative path that stays inside `root` (manifests cannot point elsewhere)."""
+    if not isinstance(rel, str) or not rel or os.path.isabs(rel) or "\\" in rel or \
+            any(part in ("", ".", "..") for part in rel.split("/")):
+        raise SavedModelError(f"manifest names an invalid file path {_short(rel)} (must be relative, inside the "
+                              f"saved directory)")
+    return os.path.join(root, *rel.split("/"))
+
+
+def is_saved_dir(path: str, manifest: str) -> bool:
+    return os.path.isdir(path) and os.path.isfile(os.path.join(path, manifest))
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str, manifest: str):
+    """Yield a fresh temporary directory; on success it replaces `path` (by rename).
+
+    `path` may not exist, or be a directory written by graphjit (it holds
+    `manifest`); anything else is refused so a typo cannot destroy user data.
+    On error the temporary directory is removed and `path` is left as it was.
+    """
+    path = os.path.abspath(path)
+    if os.path.lexists(path) and not is_saved_dir(path, manifest):
+        what = "a file" if not os.path.isdir(path) else "a directory that graphjit did not write"
+        raise FileExistsError(f"{path} exists and is {what} (no {manifest}); refusing to overwrite it. "
+                              f"Choose a new path or remove it first")
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".tmp-", dir=parent)
+    try:
+        yield tmp
+        old = None
+        if os.path.lexists(path):
+            old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old-", dir=parent)
+            os.rmdir(old)
+            os.rename(path, old)
+        try:
+            os.rename(tmp, path)
+        except BaseException:
+            if old is not None:
+                os.rename(old, path)
+            raise
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        _fsync_dir(parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _fsync_dir(path: str) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
