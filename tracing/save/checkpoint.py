@@ -98,7 +98,7 @@ def save_checkpoint(obj, path: str) -> str:
         value = np.asarray(var.numpy())
         if value.dtype.kind in "OSU":
             raise ValueError(f"save_checkpoint: variable {p} holds strings, which checkpoints do not support")
-        arrays[f"v{i}"] = np.ascontiguousarray(value)
+        arrays[f"v{i}"] = np.array(value, order="C")
         recs.append({"path": p, "name": var._name, "dtype": var.dtype.name, "shape": list(value.shape),
                      "array": f"v{i}"})
     manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 1, "variables": recs, "files": {}}

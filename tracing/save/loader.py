@@ -12,7 +12,11 @@ Steps, each failing with `SavedModelError` (naming the file and the problem):
    compatible shapes and the targets are stateful ops; compile through the same
    optimizer hook and executor that `@function` uses.
 Any unexpected exception while loading is wrapped in SavedModelError too, so
-callers only ever need to catch that one class for bad files.  Nothing in the
+callers only ever need to catch that one class for bad files.  A deliberately
+crafted file (checksums recomputed) that passes all of this but whose op
+kernels reject what shape inference accepted fails when called, with the
+runtime's `OpError` naming the op (tests/tracing/test_save_load.py fuzzes
+both cases).  Nothing in the
 files is executed: JSON is parsed, arrays are read as raw numbers, op types are
 looked up in the op registry.
 
@@ -20,6 +24,7 @@ Imports `numpy`, `eager`, `graph_runtime` and sibling modules.
 """
 from __future__ import annotations
 
+import inspect
 import os
 import zipfile
 
@@ -149,6 +154,7 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
     check_header(gd, f"{path}/{rel}")
     graph = FuncGraph(name, allow_variable_creation=False)
     import_graph_def(gd, input_map=dict(variables), name="", graph=graph)
+    _check_imported(graph, variables, where)
 
     in_names = _field(rec, "inputs", list, where)
     specs_json = _field(rec, "input_specs", list, where)
@@ -226,6 +232,54 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
 
 def _no_leaf(tag, payload):
     raise SavedModelError(f"a default value cannot hold a {tag}")
+
+
+_KERNEL_ATTRS: dict = {}
+
+
+def _kernel_attrs(opdef):
+    """Keyword names the op's kernel accepts (attrs are passed to kernels as keywords); None: any."""
+    names = _KERNEL_ATTRS.get(opdef.name, ())
+    if names == ():
+        try:
+            params = inspect.signature(opdef.kernel).parameters.values()
+            if any(p.kind is p.VAR_KEYWORD for p in params):
+                names = None
+            else:
+                names = frozenset(p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        except (TypeError, ValueError):
+            names = None
+        _KERNEL_ATTRS[opdef.name] = names
+    return names
+
+
+def _check_imported(graph, variables: dict, where: str) -> None:
+    """Every variable an op (at any depth) uses is a restored one; every tensor has a real dtype."""
+    from eager.dtypes import DType
+    from graph_runtime.operation import attr_subgraphs
+    restored = {id(v) for v in variables.values()}
+    work = [graph]
+    while work:
+        g = work.pop()
+        for op in g.get_operations():
+            for v in ek.nest.flatten(list(op.attrs.values())):
+                if getattr(v, "_is_variable", False) and id(v) not in restored:
+                    raise SavedModelError(f"{where}: op {op.name!r} uses variable {v._name!r}, which is not among "
+                                          f"the saved variables")
+            accepted = _kernel_attrs(op.opdef)
+            unknown = set() if accepted is None else set(op.attrs) - accepted
+            if unknown:
+                raise SavedModelError(f"{where}: op {op.name!r} ({op.type}) has attrs its kernel does not take: "
+                                      f"{sorted(unknown)[:5]}")
+            for o in op.outputs:
+                if not isinstance(o.dtype, DType):
+                    raise SavedModelError(f"{where}: op {op.name!r} ({op.type}) has an output of invalid dtype "
+                                          f"{o.dtype!r:.40} (malformed attrs)")
+            work.extend(body for _, body in attr_subgraphs(op.attrs))
+    try:
+        graph.verify()
+    except Exception as e:  # noqa: BLE001 - any inconsistency is a bad file
+        raise SavedModelError(f"{where}: the imported graph is inconsistent: {e}") from None
 
 
 class _OutRef:

@@ -293,7 +293,7 @@ def save(obj, path: str) -> str:
             rec["value"] = encode_attr(value, EncodeContext(), f"variable {key}")
         else:
             rec["array"] = f"v{i}"
-            arrays[f"v{i}"] = np.ascontiguousarray(value)
+            arrays[f"v{i}"] = np.array(value, order="C")
         var_records.append(rec)
     kind = "function" if isinstance(obj, (Function, ConcreteFunction)) else \
         "module" if isinstance(obj, Module) else "object"
