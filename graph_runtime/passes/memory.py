@@ -1,11 +1,112 @@
-"""Memory pass (placeholder until written)."""
+"""Memory pass: let big elementwise ops write their result into a dead input's buffer.
+
+`y = tanh(a @ b)` allocates a fresh array for `tanh` although `a @ b` is dead
+right after: for large arrays the allocation (page faults included) costs as
+much as the math.  This pass rewrites such an op into `InplaceElementwise`
+(attrs `op_type`, the original type, and `index`, the input whose buffer is
+reused), whose kernel is `ufunc(*inputs, out=inputs[index])`.  It keeps the
+op's name, location and outputs; the executor needs no change (the op is an
+ordinary kernel: the buffer handed to it is simply overwritten).
+
+An input buffer is reused only when all of this holds (so no other reader can
+ever see the overwrite):
+- the op's kernel *is* a NumPy ufunc (`AddV2`, `Mul`, `Tanh`, ...) and it has
+  one output with a fully known static shape of at least `memory_min_bytes`
+  (default 128 KiB; below that NumPy's allocator is cheaper than the check);
+- the input has the output's dtype and exact static shape (no broadcasting
+  into it), and is consumed by this op only, once, and is neither preserved
+  (fetched or fed) nor a graph output;
+- the input's producer allocates a fresh array on every run: a ufunc op or
+  `MatMul`/`Conv2D`/`Softmax`-style kernels -- never a `Const`, a feed, a
+  variable read, an alias (`Identity`, `Reshape`, `Transpose` may return views).
+
+Runs once, last (it is not iterative).  Imports sibling pass modules, `eager`.
+"""
 from __future__ import annotations
 
+import numpy as np
+
+from eager.registry import get, op
+
 from .core import GraphPass, PassContext, make_stats, register_pass
+from .rewriter import Rewriter, is_stateful
+
+DEFAULT_MIN_BYTES = 128 * 1024
+_FRESH = frozenset({"MatMul", "Conv2D", "Softmax", "LogSoftmax", "Sigmoid", "BiasAdd", "Relu", "InplaceElementwise"})
+_UFUNCS: dict = {}
+
+
+def _ufunc_of(op_type: str):
+    u = _UFUNCS.get(op_type)
+    if u is None:
+        od = get(op_type)
+        u = _UFUNCS[op_type] = od.kernel
+    return u
+
+
+def _inplace_kernel(*xs, op_type, index):
+    u = _UFUNCS.get(op_type)
+    if u is None:
+        u = _ufunc_of(op_type)
+    return u(*xs, out=xs[index])
+
+
+def _infer_inplace(specs, attrs):
+    return get(attrs["op_type"]).infer(specs, {})
+
+
+INPLACE = op("InplaceElementwise", _inplace_kernel, _infer_inplace,
+             doc="ufunc `op_type` writing into input `index` (made by the memory pass for dead inputs).")
+
+
+def _is_ufunc_op(od) -> bool:
+    return isinstance(od.kernel, np.ufunc) and od.kernel is od.numpy_ufunc and od.elementwise
+
+
+def _fresh(op) -> bool:
+    od = op._opdef
+    return (_is_ufunc_op(od) and od.name != "Identity") or od.name in _FRESH
 
 
 def plan_memory(graph, ctx: PassContext):
-    return graph, make_stats("memory", graph, graph)
+    rw = Rewriter(graph, ctx)
+    min_bytes = int(ctx.option("memory_min_bytes", DEFAULT_MIN_BYTES))
+    uses: dict = {}
+    for o in graph._ops:
+        for t in o._inputs:
+            uses[id(t)] = uses.get(id(t), 0) + 1
+    outputs = {id(t) for t in graph.outputs}
+    for o in graph._ops:
+        idx = _reusable_input(o, uses, outputs, ctx, min_bytes)
+        if idx is None:
+            rw.copy(o)
+            continue
+        new = rw.emit(INPLACE, rw.inputs(o), {"op_type": o._opdef.name, "index": idx}, like=o, name=o._name,
+                      control_inputs=rw.controls(o))
+        rw._origin[id(new)] = o
+        rw._t[id(o._outputs[0])] = new._outputs[0]
+        rw._ctrl[id(o)] = (new,)
+        rw._count("in_place")
+    out = rw.finish()
+    return out, make_stats("memory", graph, out, rw)
 
 
-MEMORY = register_pass(GraphPass("memory", plan_memory, "In-place reuse of dead inputs.", iterative=False))
+def _reusable_input(o, uses, outputs, ctx, min_bytes):
+    od = o._opdef
+    if not _is_ufunc_op(od) or len(o._outputs) != 1 or is_stateful(o):
+        return None
+    out = o._outputs[0]
+    n = out._shape.num_elements()
+    if n is None or out._shape.rank == 0 or n * out._dtype.np_dtype.itemsize < min_bytes:
+        return None
+    for i, t in enumerate(o._inputs):
+        p = t._op
+        if (t._dtype is out._dtype and t._shape == out._shape and uses.get(id(t)) == 1 and id(t) not in outputs
+                and p._name not in ctx.preserve and _fresh(p) and not is_stateful(p)):
+            return i
+    return None
+
+
+MEMORY = register_pass(GraphPass("memory", plan_memory,
+                                 "Big elementwise ops write into a dead input's buffer (InplaceElementwise).",
+                                 iterative=False))
