@@ -246,7 +246,17 @@ class Rewriter:
                 self._count(note)
                 return
             r = tensors[0]
-            new = self.emit("Identity", (r,), {}, op, name=op._name, control_inputs=carry)
+            fresh = r._op
+            if (fresh is self.dst._ops[-1] and id(fresh) not in self._origin and len(fresh._outputs) == 1
+                    and fresh._opdef.name != "Const" and not carry):
+                # the replacement was just built for this op: it takes the preserved name itself
+                # (renaming an op of the private, unpublished destination graph is safe)
+                del self.dst._by_name[fresh._name]
+                fresh._name = op._name
+                self.dst._by_name[op._name] = fresh
+                new = fresh
+            else:
+                new = self.emit("Identity", (r,), {}, op, name=op._name, control_inputs=carry)
             self._origin[id(new)] = op
             self._t[id(op._outputs[0])] = new._outputs[0]
             self._ctrl[id(op)] = (new,)
