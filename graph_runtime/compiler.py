@@ -193,6 +193,9 @@ def prune(feeds, fetch_tensors, targets) -> list:
         if id(op) in needed:
             continue
         needed[id(op)] = op
+        if op._outputs and all(id(o) in fed for o in op._outputs) and \
+                (not op._opdef.stateful or op._opdef.name in _FEEDABLE):
+            continue    # every output is fed: the op does not run (see compile_plan), nor do its inputs
         for t in op._inputs:
             if id(t) not in fed and id(t._op) not in needed:
                 stack.append(t._op)

@@ -20,6 +20,12 @@ Every rule states when it fires.  The conditions that keep results unchanged:
 - `not(x > y) -> x <= y` only for integers and bools: with floats, NaN makes
   both comparisons false (`not(nan > 1)` is true, `nan <= 1` is false).
   `not(x == y) -> x != y` holds for every dtype, NaN included.
+- Reshape: `reshape(x, s) -> x` only when `x`'s static shape is fully known
+  and equal to `s` (TensorFlow drops `reshape(x, [3])` for `x` of static shape
+  `[?]` and returns 2 elements silently; here that reshape stays and raises);
+  `reshape(x, shape(x)) -> x` always; `reshape(reshape(x, a), b) ->
+  reshape(x, b)` when `a`, `b` are -1-free and of equal size (b's check implies
+  a's).
 - `cast(cast(x, a), b)`: only when `a` holds every value of `x`'s dtype exactly
   (int32 -> float64 -> int32 is `x`; float32 -> int32 -> float32 is not), and
   never through a float-to-int conversion of a different width.
@@ -97,7 +103,7 @@ def _one_div(b, m):
 
 
 def _neg_neg(b, m):
-    return m["x"]
+    return m["x"]      # also reshape(x, shape(x)): whatever x's run-time shape, it is x
 
 
 def _transpose_transpose(b, m):
@@ -190,6 +196,33 @@ def _squared_difference(b, m):
     return b.emit("SquaredDifference", m["x"], m["y"])
 
 
+def _reshape_noop(b, m):
+    """reshape(x, s) -> x when x's static shape is FULLY known and equals s (never merely compatible:
+    TensorFlow's bug is to drop reshape(x, [3]) for an x of static shape [?])."""
+    x = m["x"]
+    dims = x._shape._dims
+    if dims is None or None in dims:
+        return None
+    target = [int(d) for d in b.value(m["s"]).reshape(-1)]
+    if target.count(-1) == 1:
+        rest = int(np.prod([d for d in target if d != -1]))
+        n = int(np.prod(dims))
+        if rest == 0 or n % rest:
+            return None
+        target = [n // rest if d == -1 else d for d in target]
+    return x if tuple(target) == tuple(dims) and b.same_as_output(x) else None
+
+
+def _reshape_reshape(b, m):
+    """reshape(reshape(x, s1), s2) -> reshape(x, s2) when s1 and s2 have no -1 and the same size (the outer
+    check then implies the inner one)."""
+    s1 = b.value(m["s1"]).reshape(-1)
+    s2 = b.value(m["s2"]).reshape(-1)
+    if (s1 < 0).any() or (s2 < 0).any() or int(np.prod(s1)) != int(np.prod(s2)):
+        return None
+    return b.emit("Reshape", m["x"], m["s2"])
+
+
 def _add_n(b, m):
     x, y, z = m["x"], m["y"], m["z"]
     s = x._shape
@@ -210,6 +243,12 @@ RULES = [
          _transpose_transpose, doc="transpose(transpose(x, p1), p2) -> x or one transpose"),
     Rule("cast_cast", P("Cast", P("Cast", V("x"), name="inner")), _cast_cast,
          doc="cast(cast(x, lossless), b) -> cast(x, b) or x"),
+    Rule("reshape_of_own_shape", P("Reshape", V("x"), P("Shape", V("x"))), _neg_neg,
+         doc="reshape(x, shape(x)) -> x"),
+    Rule("reshape_noop", P("Reshape", V("x"), C("s", _any)), _reshape_noop,
+         doc="reshape(x, s) -> x when x's static shape is fully known and equal to s"),
+    Rule("reshape_reshape", P("Reshape", P("Reshape", V("x"), C("s1", _any)), C("s2", _any)), _reshape_reshape,
+         doc="reshape(reshape(x, s1), s2) -> reshape(x, s2) (same size, no -1)"),
     # cheaper forms
     Rule("zero_sub", P("Sub", C("c", is_zero), V("x")), _zero_sub, doc="0 - x -> Neg(x)"),
     Rule("one_div", P("RealDiv", C("c", is_one), V("x")), _one_div, doc="1 / x -> Reciprocal(x)"),

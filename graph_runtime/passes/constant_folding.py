@@ -82,9 +82,9 @@ def fold_constants(graph, ctx: PassContext):
                 values = [_as_value(s.value, s.dtype) for s in specs]
                 if any(v is None for v in values):
                     values = None
-                # keep the producers' run-time checks; a preserved input is fetched (runs anyway) or fed
-                # (its shape is checked when fed)
-                guards = [t._op for t, v in zip(ins, in_values) if v is None and not rw.is_barrier(t)]
+                # keep the producers' run-time checks (a fed producer does not run: the executor's
+                # pruning stops at fed tensors, and a fed value's shape is checked when fed)
+                guards = [t._op for t, v in zip(ins, in_values) if v is None]
                 reason = "static value"
         if values is None or any(v.size > limit and v.size > in_size for v in values):
             rw.copy(op)
