@@ -21,7 +21,7 @@ import threading
 from ..compiler import Plan, compile_plan
 from .auto_deps import stateful_ops_in_order
 
-_lock = threading.Lock()
+_lock = threading.RLock()   # re-entrant: compiling a While body compiles the If bodies inside it
 
 
 def body_plan(graph, extra: tuple = ()) -> Plan:
