@@ -7,8 +7,8 @@
     graphjit graph FILE:FUNC [--out g.svg] [--shape x=2,3 ...] [--dtype x=int32 ...] [--optimized]
 
 `FILE:FUNC` names a function in a Python file (`model.py:predict`, or
-`model.py:Model.call` for a method; the file is imported, so its top-level
-code runs).  `graph` traces FUNC to draw it: a `@function` with an
+`model.py:net.call` for a method of a module-level object `net`; the file is
+imported, so its top-level code runs).  `graph` traces FUNC to draw it: a `@function` with an
 `input_signature`, or a function without parameters, needs nothing more;
 otherwise give one `--shape NAME=D1,D2` per tensor parameter (`?` or `None`
 for an unknown dimension, `--shape x=` for a scalar) and optionally

@@ -44,7 +44,14 @@ from .format import SavedModelError
 
 
 def variable_paths(obj) -> dict:
-    """{path: Variable} for every variable reachable from `obj` (see module docstring)."""
+    """{path: Variable} for every variable reachable from `obj` (see module docstring).
+
+    An object with a `_checkpoint_paths` dict (what `tracing.load` returns for
+    a saved Module) supplies its paths directly.
+    """
+    given = getattr(obj, "_checkpoint_paths", None)
+    if isinstance(given, dict) and given:
+        return dict(given)
     out: dict = {}
     seen: set = set()
     stack = [("", obj)]

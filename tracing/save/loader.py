@@ -100,7 +100,7 @@ def read_manifest(path: str, verify_files: bool = True) -> dict:
     return m
 
 
-def _restore_variables(path: str, m: dict) -> dict:
+def _restore_variables(path: str, m: dict) -> tuple:
     where = f"{path}/{fmt.MANIFEST} variables"
     recs = m["variables"]
     arrays = {}
@@ -113,7 +113,7 @@ def _restore_variables(path: str, m: dict) -> dict:
         except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
             raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} cannot be read ({type(e).__name__}: "
                                   f"{str(e)[:100]})") from None
-    variables = {}
+    variables, paths = {}, {}
     with _context.init_scope():
         for i, rec in enumerate(recs):
             w = f"{where}[{i}]"
@@ -142,7 +142,9 @@ def _restore_variables(path: str, m: dict) -> dict:
                               trainable=bool(rec.get("trainable", True)), shape=shape)
             var._name = saved_name if isinstance(saved_name, str) and saved_name else key
             variables[key] = var
-    return variables
+            if isinstance(rec.get("path"), str):
+                paths[rec["path"]] = var
+    return variables, paths
 
 
 def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
@@ -303,7 +305,7 @@ def load(path: str) -> Loaded:
     path = os.path.abspath(os.fspath(path))
     try:
         m = read_manifest(path)
-        variables = _restore_variables(path, m)
+        variables, var_paths = _restore_variables(path, m)
         functions = {}
         for name, entry in m["functions"].items():
             if not name.isidentifier():
@@ -322,7 +324,7 @@ def load(path: str) -> Loaded:
         if not functions:
             raise SavedModelError(f"{path}: the manifest lists no functions")
         obj = m.get("object") if isinstance(m.get("object"), dict) else {}
-        return Loaded(path, functions, variables, obj)
+        return Loaded(path, functions, variables, obj, var_paths)
     except SavedModelError:
         raise
     except Exception as e:  # noqa: BLE001 - every failure on a bad file is reported as SavedModelError

@@ -196,17 +196,20 @@ class Loaded:
     """The result of `tracing.load`: saved functions as attributes, restored variables.
 
     Callable directly when exactly one function was saved (or a Module's
-    `__call__` was).  `functions` maps
+    `__call__` was).  When a Module was saved, its variables keep their
+    attribute paths, so `restore_checkpoint(loaded, ckpt)` accepts a
+    checkpoint written by `save_checkpoint(module, ckpt)`.  `functions` maps
     every saved name to its RestoredFunction (names that clash with the
     attributes below are reachable only there).
     """
 
     _RESERVED = frozenset({"functions", "variables", "trainable_variables", "path", "saved_object"})
 
-    def __init__(self, path: str, functions: dict, variables: dict, saved_object: dict):
+    def __init__(self, path: str, functions: dict, variables: dict, saved_object: dict, paths: dict = None):
         self.path = path
         self.functions = dict(functions)
         self._variables = dict(variables)
+        self._checkpoint_paths = dict(paths or {})     # attribute path in the saved Module -> Variable
         self.saved_object = saved_object
         for name, fn in functions.items():
             if name not in self._RESERVED and not name.startswith("_"):

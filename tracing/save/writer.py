@@ -282,6 +282,10 @@ def save(obj, path: str) -> str:
             graphs[rel] = gd
             entries.append(rec)
         manifest_functions[name] = {"arg_names": arg_names, "defaults": defaults, "concrete_functions": entries}
+    paths = {}
+    if isinstance(obj, Module):                     # attribute paths, so module checkpoints restore into loads
+        from .checkpoint import variable_paths
+        paths = {id(v): p for p, v in variable_paths(obj).items()}
     var_records, arrays = [], {}
     for i, (key, var) in enumerate(table.variables.items()):
         if not var.is_initialized():
@@ -289,6 +293,8 @@ def save(obj, path: str) -> str:
         value = np.asarray(var.numpy())
         rec = _var_record(key, var)
         rec["saved_name"] = var._name
+        if id(var) in paths:
+            rec["path"] = paths[id(var)]
         if value.dtype.kind in "OSU":
             rec["value"] = encode_attr(value, EncodeContext(), f"variable {key}")
         else:
