@@ -4,7 +4,8 @@ Used by `Session` when `SessionConfig.inter_op_parallelism_threads > 1`.  Each
 step waits for its `deps` (producers of its inputs, its control inputs, and the
 previous stateful step: stateful ops keep their creation order, so assigns,
 reads, random draws and prints happen in program order).  The calling thread
-is the scheduler: it submits ready steps, collects completions from a queue,
+is the scheduler: it runs one ready step itself, submits the other ready
+steps, collects completions from a queue,
 releases each value after its last consumer, and re-raises the first failure
 naming the op.  NumPy releases the GIL inside large kernels, so independent
 big ops overlap; tiny graphs gain nothing (use the default, 1).
@@ -14,6 +15,7 @@ Imports sibling modules only.
 from __future__ import annotations
 
 import queue
+from collections import deque
 
 from .runtime_errors import op_error
 
@@ -39,38 +41,43 @@ def _consumers(plan):
 
 
 def run_parallel(plan, feed_values, pool):
-    """Execute `plan` with `pool` (a concurrent.futures executor); returns like `plan(*feed_values)`."""
+    """Execute `plan` with `pool` (a concurrent.futures executor); returns like `plan(*feed_values)`.
+
+    The calling thread runs one ready step itself and hands the other ready
+    steps to the pool, so a serial stretch of the graph costs no thread hops.
+    """
     consumers, indegree, refcount, fetched = _consumers(plan)
     values = plan.initial_values(feed_values)
     steps = plan.steps
     pending = list(indegree)
     remaining_uses = dict(refcount)
     done: queue.SimpleQueue = queue.SimpleQueue()
+    consts = plan.consts
 
-    def work(i):
+    def execute(i):
         s = steps[i]
         try:
-            res = None if s.noop else s.fn(*[values[v] for v in s.inputs])
-            done.put((i, res, None))
-        except BaseException as e:  # noqa: BLE001 - handed to the scheduler thread
-            done.put((i, None, e))
+            return i, (None if s.noop else s.fn(*[values[v] for v in s.inputs])), None
+        except BaseException as e:  # noqa: BLE001 - handed to the scheduler
+            return i, None, e
 
+    def work(i):
+        done.put(execute(i))
+
+    ready = deque(i for i, p in enumerate(pending) if p == 0)
     in_flight = 0
-    for i, p in enumerate(pending):
-        if p == 0:
-            pool.submit(work, i)
-            in_flight += 1
     left = len(steps)
     error = None
-    while left and in_flight:
-        i, res, err = done.get()
-        in_flight -= 1
+
+    def complete(item):
+        nonlocal error, left
+        i, res, err = item
         left -= 1
         if err is not None:
             error = error or op_error(steps[i].op, err)
-            continue
+            return
         if error is not None:
-            continue
+            return
         s = steps[i]
         outs = (res,) if len(s.outputs) == 1 else (tuple(res) if s.outputs else ())
         for vid, val in zip(s.outputs, outs):
@@ -78,13 +85,32 @@ def run_parallel(plan, feed_values, pool):
                 values[vid] = val
         for v in s.inputs:
             remaining_uses[v] -= 1
-            if remaining_uses[v] == 0 and v not in fetched and v not in plan.consts:
+            if remaining_uses[v] == 0 and v not in fetched and v not in consts:
                 values[v] = None
         for j in consumers[i]:
             pending[j] -= 1
             if pending[j] == 0:
-                pool.submit(work, j)
-                in_flight += 1
+                ready.append(j)
+
+    while left and (ready or in_flight):
+        if error is not None:
+            ready.clear()
+        while len(ready) > 1:
+            pool.submit(work, ready.popleft())
+            in_flight += 1
+        if ready:
+            complete(execute(ready.popleft()))
+            while in_flight:
+                try:
+                    item = done.get_nowait()
+                except queue.Empty:
+                    break
+                in_flight -= 1
+                complete(item)
+        elif in_flight:
+            item = done.get()
+            in_flight -= 1
+            complete(item)
     if error is not None:
         raise error
     return plan.finish(values)
