@@ -41,6 +41,11 @@ def noisy_square(x):
     return x * x
 
 
+def call_with_new_shapes(fast, w, b):
+    fast(ek.ones((5, 2)), w, b)
+    fast(ek.ones((7, 2)), w, b)
+
+
 def collatz_steps(n):
     steps = ek.constant(0)
     while n > 1:
@@ -167,8 +172,7 @@ def _tour(t: "_Tour", user, workdir: str) -> None:
            "graph. graphjit records why each trace happened.")
     t.code("fast(ek.ones((5, 2)), w, b)        # new shape\nfast(ek.ones((7, 2)), w, b)        # another one\n"
            "print(fast.explain_retracing())")
-    fast(ek.ones((5, 2)), w, b)
-    fast(ek.ones((7, 2)), w, b)
+    user.call_with_new_shapes(fast, w, b)
     t.say(textwrap.indent(fast.explain_retracing(), "  "))
 
     t.step("AutoGraph", "Python `if`/`while` on tensors become graph control flow (cond / while_loop). "
