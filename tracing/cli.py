@@ -177,10 +177,12 @@ def cmd_show(args) -> int:
 
 
 def benchmarks_dir() -> Optional[str]:
-    """The `benchmarks/` folder of a source checkout next to this package, if there is one."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    d = os.path.join(root, "benchmarks")
-    return d if os.path.isfile(os.path.join(d, "harness.py")) else None
+    """The `benchmarks/` folder of a source checkout: next to this package, or in the current directory."""
+    for root in (os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.getcwd()):
+        d = os.path.join(root, "benchmarks")
+        if os.path.isfile(os.path.join(d, "harness.py")):
+            return d
+    return None
 
 
 def cmd_bench(args) -> int:
@@ -189,7 +191,7 @@ def cmd_bench(args) -> int:
     if d is None:
         raise CLIError("graphjit bench runs the benchmark suite in benchmarks/, which is part of the source "
                        "checkout, not of the installed package: clone the repository and run `graphjit bench` "
-                       "(or `python -m benchmarks.bench_eager`) from there. `graphjit demo` has a small speed "
+                       "(or `python -m benchmarks.bench_eager`) in its top directory. `graphjit demo` has a small speed "
                        "table that works anywhere.")
     scripts = sorted(f[:-3] for f in os.listdir(d) if f.startswith("bench_") and f.endswith(".py"))
     if args.only:
