@@ -15,6 +15,7 @@ Everything else is a one-key object `{"$<tag>": data}`:
 | `graph` | `Graph` (subgraph body) | a nested GraphDef |
 | `slice`, `ellipsis` | slice / `...` | `[start, stop, step]` / null |
 | `stream` | sys.stdout / sys.stderr | "stdout" / "stderr" (resolved when decoded) |
+| `config` | any object with `to_config()` and a `from_config` classmethod, defined in the project's packages (e.g. random ops' `RandomState`) | `{class: "module:QualName", config}` |
 
 Other op families register theirs with `register_attr_codec(tag, match,
 encode, decode)`: `match` is a type (or tuple of types) or a predicate,
@@ -164,6 +165,32 @@ def _dec_array(d, ctx):
     return a[()] if d.get("scalar") else np.array(a)
 
 
+_CONFIG_PACKAGES = ("eager.", "graph_runtime.", "tracing.", "autograph.")
+
+
+def _is_config_object(v) -> bool:
+    t = type(v)
+    return callable(getattr(v, "to_config", None)) and callable(getattr(t, "from_config", None)) and \
+        t.__module__.startswith(_CONFIG_PACKAGES)
+
+
+def _enc_config(v, ctx):
+    t = type(v)
+    return {"class": f"{t.__module__}:{t.__qualname__}", "config": encode_attr(v.to_config(), ctx)}
+
+
+def _dec_config(d, ctx):
+    import importlib
+    module, _, qualname = str(d["class"]).partition(":")
+    if not module.startswith(_CONFIG_PACKAGES):
+        raise AttrCodecError(f"refusing to load class {d['class']!r}: only classes of graphjit's own packages "
+                             f"can be restored from a GraphDef")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj.from_config(decode_attr(d["config"], ctx))
+
+
 def _dec_variable(name, ctx):
     try:
         return ctx.variables[name]
@@ -186,6 +213,7 @@ def _enc_stream(v, ctx):
     return "stderr"
 
 
+register_attr_codec("config", _is_config_object, _enc_config, _dec_config)
 register_attr_codec("stream", lambda v: v is sys.stdout or v is sys.stderr or v is sys.__stdout__
                     or v is sys.__stderr__, _enc_stream, _dec_stream)
 register_attr_codec("ellipsis", lambda v: v is Ellipsis, lambda v, c: None, lambda d, c: Ellipsis)

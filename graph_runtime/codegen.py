@@ -115,9 +115,9 @@ def generate(plan, check_feeds: bool = True) -> None:
     items = []
     for r in plan.returns:
         if r.kind == "value":
-            items.append(reg[r.vid])
+            items.append(reg[r.vid] + (".copy()" if r.copy else ""))
         elif r.kind == "var":
-            items.append(f"{bind('k', _read_kernel, share=True)}(var={bind('a', r.var)})")
+            items.append(f"{bind('k', _read_kernel, share=True)}(var={bind('a', r.var)}).copy()")
         else:
             items.append("None")
     if plan.container == "single":

@@ -68,6 +68,7 @@ class ReturnItem:
     tensor: Any = None       # the fetched graph tensor (kind "value")
     var: Any = None          # the variable read after the run (kind "var")
     vid: int = -1            # resolved by compile_plan
+    copy: bool = False       # return a copy (the value aliases a constant or a variable's storage)
 
 
 @dataclass(eq=False)
@@ -114,9 +115,9 @@ class Plan:
         out = []
         for r in self.returns:
             if r.kind == "value":
-                out.append(values[r.vid])
+                out.append(values[r.vid].copy() if r.copy else values[r.vid])
             elif r.kind == "var":
-                out.append(_read_kernel(r.var))
+                out.append(_read_kernel(r.var).copy())
             else:
                 out.append(None)
         if self.container == "single":
@@ -305,6 +306,14 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
     for r in returns:
         if r.kind == "value":
             last_use[r.vid] = len(steps)       # fetched values live to the end
+    # fetched values that alias long-lived storage (constants, variables) are returned as copies, so a
+    # caller mutating a result cannot corrupt the graph or a variable
+    persistent = set(consts)
+    for s in steps:
+        if "var" in s.op._attrs:
+            persistent.update(v for v in s.outputs if v >= 0)
+    for r in returns:
+        r.copy = r.kind == "var" or (r.kind == "value" and r.vid in persistent)
     plan = Plan(feeds, steps, consts, returns, container, n_values, last_use)
     plan.converters = [make_feed_converter(t) for t in feeds] if check_feeds else \
         [(lambda v: v) for _ in feeds]

@@ -204,3 +204,23 @@ def test_unencodable_attr_names_the_op():
     op._attrs["weird"] = object()
     with pytest.raises(ValueError, match="op 'odd' \\(Identity\\) attr 'weird'.*register_attr_codec"):
         g.as_graph_def()
+
+
+def test_config_objects_round_trip_random_state():
+    g = gr.Graph()
+    with g.as_default():
+        r = ek.random.uniform([5], seed=7)
+    gd = json.loads(json.dumps(g.as_graph_def()))
+    g2 = gr.Graph()
+    with g2.as_default():
+        (r2,) = gr.import_graph_def(gd, return_elements=[r.name])
+    with gr.Session(graph=g) as s1, gr.Session(graph=g2) as s2:
+        np.testing.assert_array_equal(s1.run(r), s2.run(r2))     # same seed, same first draw
+        assert not np.array_equal(s2.run(r2), s2.run(r2))         # and still stateful
+
+
+def test_config_codec_refuses_foreign_classes():
+    gd = _good_def()
+    gd["nodes"][0]["attrs"]["dtype"] = {"$config": {"class": "os:system", "config": "true"}}
+    with pytest.raises(GraphDefError, match="refusing to load class"):
+        gr.import_graph_def(gd, graph=gr.Graph())

@@ -333,3 +333,30 @@ def test_output_stream_print_to_file(tmp_path):
         sess.run(p, {x: [1, 2, 3]})
     with io.open(path) as f:
         assert f.read().strip() == "[1 2 3]"
+
+
+def test_random_ops_draw_fresh_values_every_run():
+    g = gr.Graph()
+    with g.as_default():
+        r = ek.random.normal([4], seed=3)
+    with gr.Session(graph=g) as sess:
+        a, b = sess.run(r), sess.run(r)
+    assert not np.array_equal(a, b)
+
+
+def test_mutating_a_result_cannot_corrupt_constants_or_variables():
+    g = gr.Graph()
+    with g.as_default():
+        c = ek.constant([1.0, 2.0])
+        v = ek.Variable([3.0, 4.0], name="v")
+        r = v.read_value()
+        init = gr.global_variables_initializer()
+    for config in (gr.SessionConfig(), gr.SessionConfig(optimize=False)):
+        with gr.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            for fetch in (c, r, v):
+                out = sess.run(fetch)
+                out += 100.0
+            np.testing.assert_array_equal(sess.run(c), [1, 2])
+            np.testing.assert_array_equal(sess.run(r), [3, 4])
+            np.testing.assert_array_equal(v.numpy(), [3, 4])
