@@ -55,9 +55,8 @@ class Dense(ek.Module):
 class MLP(ek.Module):
     def __init__(self, hidden=64, seed=0):
         super().__init__()
-        with self.name_scope:
-            self.hidden = Dense(64, hidden, seed, name="hidden")
-            self.out = Dense(hidden, 10, seed + 1, name="out")
+        self.hidden = Dense(64, hidden, seed, name="hidden")
+        self.out = Dense(hidden, 10, seed + 1, name="out")
 
     def __call__(self, x):
         return self.out(ek.nn.relu(self.hidden(x)))

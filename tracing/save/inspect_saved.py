@@ -51,8 +51,9 @@ def _spec_text(s) -> str:
 
 def describe_saved(path: str) -> str:
     m = read_manifest(path)
-    lines = [f"{os.path.abspath(path)}: graphjit saved functions (format version {m['version']}, saved from a "
-             f"{m.get('object', {}).get('kind', '?')} of type {m.get('object', {}).get('type', '?')})", ""]
+    obj = m.get("object") if isinstance(m.get("object"), dict) else {}
+    lines = [f"{os.path.abspath(path)}: graphjit saved functions (format version {m['version']}, saved from "
+             f"{obj.get('type', '?')} ({obj.get('kind', '?')}))", ""]
     total = collections.Counter()
     for name, entry in m["functions"].items():
         recs = entry.get("concrete_functions", []) if isinstance(entry, dict) else []
@@ -66,7 +67,9 @@ def describe_saved(path: str) -> str:
             gd = fmt.read_json(fmt.check_inside(path, rel), f"{path}: {name}[{i}]")
             counts = _count_ops(gd)
             total.update(counts)
-            state = f", stateful targets: {', '.join(rec.get('targets', []))}" if rec.get("targets") else ""
+            targets = [str(x) for x in rec.get("targets", [])]
+            more = f" +{len(targets) - 6} more" if len(targets) > 6 else ""
+            state = f", stateful ops: {', '.join(targets[:6])}{more}" if targets else ""
             lines.append(f"      {sum(counts.values())} ops ({rel}){state}")
         lines.append("")
     lines.append("ops by type (all saved graphs, nested bodies included):")
