@@ -13,6 +13,7 @@ from ..dispatch import execute
 from ..dtypes import as_dtype, float32, int32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
+from ..tensor import Tensor
 from ._define import EMPTY, as_attr_tuple, call_unary, infer_same
 
 __all__ = ["shape", "size", "rank", "reshape", "broadcast_to", "zeros", "ones", "zeros_like", "ones_like",
@@ -147,16 +148,23 @@ def fill(dims, value, name=None):
     return execute(FILL, (_shape_input(dims), convert_to_tensor(value)), EMPTY, name)
 
 
+def _is_dynamic_shape(shape) -> bool:
+    """A shape given as a tensor, or as a list holding tensors (e.g. [shape(x)[0], 3])."""
+    if isinstance(shape, Tensor):
+        return True
+    return isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape)
+
+
 def zeros(shape, dtype=float32, name=None):
     dt = as_dtype(dtype)
-    if not hasattr(shape, "_is_symbolic"):
+    if not _is_dynamic_shape(shape):
         return constant(np.zeros(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
     return fill(shape, constant(0, dt), name)
 
 
 def ones(shape, dtype=float32, name=None):
     dt = as_dtype(dtype)
-    if not hasattr(shape, "_is_symbolic"):
+    if not _is_dynamic_shape(shape):
         return constant(np.ones(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
     return fill(shape, constant(1, dt), name)
 
