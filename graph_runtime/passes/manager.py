@@ -6,6 +6,8 @@ Pipeline (Grappler's order, minus what has no meaning here; see TF_SEMANTICS.md)
     -> common_subexpression -> scale_folding -> loop_invariant -> dependency
     -> [repeat the iterative passes until nothing changes, at most
         `max_iterations` times; Grappler does 2]
+    -> fusion (elementwise groups -> one generated kernel each; once, after
+       the rewrites that look at individual ops; graph_runtime/fusion/)
     -> memory (annotates in-place reuse; once, last)
 
 Non-iterative passes placed before the first iterative one run once first;
@@ -35,7 +37,7 @@ from ..operation import GraphTensor, Operation
 from .core import GraphPass, PassContext, PassStats, get_pass
 
 DEFAULT_PIPELINE = ("pruning", "debug_stripper", "constant_folding", "arithmetic", "common_subexpression",
-                    "scale_folding", "loop_invariant", "dependency", "memory")
+                    "scale_folding", "loop_invariant", "dependency", "fusion", "memory")
 DEFAULT_MAX_ITERATIONS = 4
 
 

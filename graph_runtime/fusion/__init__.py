@@ -1,0 +1,25 @@
+"""Elementwise fusion (issue 9): groups of elementwise ops become one generated kernel.
+
+- `groups.py`: which ops are fusible and how they group (convex, maximal, greedy).
+- `recipes.py`: how each op type becomes program instructions (ufunc, expansion,
+  opaque kernel) and its numexpr template.
+- `program.py`: the expression program (`Program`, `ProgramBuilder`, `interpret`).
+- `cost.py`: the cost model choosing numexpr / straight-line NumPy / chunked.
+- `numpy_backend.py`, `numexpr_backend.py`: kernel generators.
+- `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
+  compiled (per run-time shape when static shapes are unknown); thread autotuning.
+- `options.py`: process-wide settings (`options(enabled=False)` etc.).
+
+The graph pass itself is `graph_runtime/passes/fusion.py` (pass name "fusion").
+
+Imports `numpy`, `eager` and `graph_runtime` core modules; numexpr is optional.
+"""
+from .options import FusionOptions, get_options, set_options, options
+from .program import Program, ProgramBuilder, interpret
+from .groups import Group, find_groups, fusible_reason
+from .kernel import FUSED_ELEMENTWISE, make_kernel, build_for_shapes, plan_strategy
+from . import numexpr_backend
+
+__all__ = ["FusionOptions", "get_options", "set_options", "options", "Program", "ProgramBuilder", "interpret",
+           "Group", "find_groups", "fusible_reason", "FUSED_ELEMENTWISE", "make_kernel", "build_for_shapes",
+           "plan_strategy", "numexpr_backend"]

@@ -1,0 +1,207 @@
+"""The `FusedElementwise` op and the generation of its kernel when a plan is compiled.
+
+`FUSED_ELEMENTWISE` is a registered OpDef whose attr `program` (program.py)
+holds the group's expression program.  It only appears in optimized graphs
+(the fusion pass creates it after differentiation, on the copy of the graph a
+plan is compiled from), so it is not differentiable and has no gradient rule.
+Its `kernel` is the reference interpreter (used only if something runs the op
+outside a compiled plan); plans use `extra["lower"]`: `lower(op, ctx)` builds
+the real kernel ONCE, when the plan is compiled:
+
+- all input shapes static: `make_kernel` picks a strategy with the cost model
+  (cost.py) and generates that kernel now;
+- some dims unknown: a small dispatcher generates (and caches, per program) a
+  kernel for each distinct tuple of input shapes it sees at run time.
+
+Large chunked kernels may split their chunk range across threads (NumPy
+releases the GIL inside ufunc loops).  Whether that pays depends on the
+machine (on a shared 2-vCPU VM it does not), so with `threads=None` the kernel
+autotunes: its first calls alternate between serial and threaded runs and
+the faster (median of 3) is kept.  `threads=1` never uses threads.
+
+Imports `numpy`, `eager` and sibling modules.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+from eager.registry import op
+
+from . import numexpr_backend
+from .cost import choose
+from .numpy_backend import build_chunked, build_straight, chunk_layout, run_serial
+from .options import FusionOptions, get_options
+from .program import interpret
+
+MAX_DYNAMIC_KERNELS = 32
+THREAD_MIN_ELEMENTS = 1 << 20
+
+
+def _kernel(*arrays, program):
+    return interpret(program, *arrays)
+
+
+def _infer(specs, attrs):
+    return attrs["program"].infer(specs)
+
+
+def _lower(operation, ctx) -> Callable:
+    program = operation.get_attr("program")
+    return make_kernel(program, [t.shape.dims for t in operation.inputs])
+
+
+FUSED_ELEMENTWISE = op(
+    "FusedElementwise", _kernel, _infer, None, differentiable=False, num_outputs=-1, extra={"lower": _lower},
+    doc="A group of elementwise ops fused into one kernel by the fusion pass (optimized graphs only; "
+        "attr `program` holds the expression program).")
+
+
+# ------------------------------------------------------------------ threads
+_pool_lock = threading.Lock()
+_pool: list = [None, 0]
+
+
+def _get_pool(workers: int) -> ThreadPoolExecutor:
+    with _pool_lock:
+        if _pool[0] is None or _pool[1] < workers:
+            if _pool[0] is not None:
+                _pool[0].shutdown(wait=False)
+            _pool[0] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphjit-fusion")
+            _pool[1] = workers
+        return _pool[0]
+
+
+def make_threaded_runner(threads: int) -> Callable:
+    """`run(body, args, extent, step)` splitting the range into `threads` step-aligned parts."""
+    pool = _get_pool(threads - 1)
+
+    def run(body, args, extent, step):
+        per = -(-extent // threads)
+        per = -(-per // step) * step
+        futures = [pool.submit(body, *args, lo, min(lo + per, extent)) for lo in range(per, extent, per)]
+        try:
+            body(*args, 0, min(per, extent))
+        finally:
+            for f in futures:
+                f.result()
+    return run
+
+
+class Autotuned:
+    """Alternate between candidate kernels on the first calls, then keep the fastest."""
+
+    SAMPLES = 3
+
+    def __init__(self, candidates: list, labels: list):
+        self.candidates = candidates
+        self.labels = labels
+        self.times: list = [[] for _ in candidates]
+        self.calls = 0
+        self.chosen = None
+        self.chosen_label = None
+
+    def __call__(self, *args):
+        fn = self.chosen
+        if fn is not None:
+            return fn(*args)
+        k = self.calls % len(self.candidates)
+        self.calls += 1
+        t0 = time.perf_counter()
+        res = self.candidates[k](*args)
+        self.times[k].append(time.perf_counter() - t0)
+        if all(len(t) >= self.SAMPLES for t in self.times):
+            best = min(range(len(self.candidates)), key=lambda i: statistics.median(self.times[i]))
+            self.chosen_label = self.labels[best]
+            self.chosen = self.candidates[best]
+        return res
+
+
+# ------------------------------------------------------------------ kernels
+def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
+    """Generate the kernel for concrete input shapes (strategy from the cost model)."""
+    shapes = program.shapes_for(input_shapes)
+    layout_box: list = []
+
+    def layout_possible() -> bool:
+        lay = chunk_layout(program, shapes, opts.chunk_bytes)
+        layout_box.append(lay)
+        return lay is not None
+
+    ne_ok = opts.numexpr and numexpr_backend.available() and numexpr_backend.expressible(program)
+    choice = choose(program, shapes, opts.chunk_bytes, ne_ok, layout_possible)
+    fn = None
+    if choice.strategy == "numexpr":
+        fn = numexpr_backend.build(program, shapes)
+        if fn is None:
+            choice.strategy = "numpy"
+    if choice.strategy == "chunked":
+        straight = build_straight(program, shapes)
+        chunked = build_chunked(program, shapes, layout_box[-1], straight)
+        serial = _bind_runner(chunked, run_serial)
+        threads = opts.threads if opts.threads is not None else min(os.cpu_count() or 1, 8)
+        if threads > 1 and choice.elements >= THREAD_MIN_ELEMENTS:
+            threaded = _bind_runner(chunked, make_threaded_runner(threads))
+            if opts.threads is None:
+                fn = Autotuned([serial, threaded], ["serial", f"{threads} threads"])
+            else:
+                fn = threaded
+        else:
+            fn = serial
+        fn.source = chunked.source
+    elif fn is None:
+        fn = build_straight(program, shapes)
+    try:
+        fn.strategy = choice.strategy
+        fn.choice = choice
+    except AttributeError:  # pragma: no cover - plain functions accept attributes
+        pass
+    return fn
+
+
+def _bind_runner(chunked: Callable, run: Callable) -> Callable:
+    def kernel(*arrays):
+        return chunked(run, *arrays)
+    kernel.source = chunked.source
+    return kernel
+
+
+def make_kernel(program, static_input_shapes, opts: FusionOptions = None) -> Callable:
+    """The kernel a plan calls for this program: generated now if shapes are static, else per shape."""
+    opts = opts or get_options()
+    if all(dims is not None and None not in dims for dims in static_input_shapes):
+        key = (tuple(tuple(d) for d in static_input_shapes), opts)
+        hit = program.cache.get(key)
+        if hit is None:
+            hit = program.cache[key] = build_for_shapes(program, key[0], opts)
+        return hit
+    cache = program.cache
+    lock = threading.Lock()
+
+    def dynamic(*arrays):
+        key = (tuple(a.shape for a in arrays), opts)
+        fn = cache.get(key)
+        if fn is None:
+            with lock:
+                if len(cache) >= MAX_DYNAMIC_KERNELS:
+                    cache.clear()
+                fn = cache[key] = build_for_shapes(program, key[0], opts)
+        return fn(*arrays)
+    dynamic.strategy = "dynamic"
+    return dynamic
+
+
+def plan_strategy(program, opts: FusionOptions = None) -> str:
+    """The strategy the cost model would pick for the program's static shapes (for reports)."""
+    opts = opts or get_options()
+    dims = [program.static_shapes[s] for s in program.input_slots]
+    if any(d is None or None in d for d in dims):
+        return "dynamic (per run-time shape)"
+    shapes = program.shapes_for(dims)
+    ne_ok = opts.numexpr and numexpr_backend.available() and numexpr_backend.expressible(program)
+    return choose(program, shapes, opts.chunk_bytes, ne_ok,
+                  lambda: chunk_layout(program, shapes, opts.chunk_bytes) is not None).describe()

@@ -1,0 +1,79 @@
+"""Process-wide fusion settings: on/off, numexpr on/off, threads, chunk size.
+
+`FusionOptions` is a frozen record; `get_options()` returns the current one and
+`set_options(**changes)` replaces it (returns the previous one).  `options(...)`
+is the same as a context manager:
+
+    with graph_runtime.fusion.options(enabled=False):
+        f = function(g)          # traced and compiled without fusion
+
+The settings are read when a graph is optimized (`enabled`) and when a fused
+op's kernel is generated at plan compile time (the rest): plans compiled
+earlier keep the kernels they were built with.  Per-run overrides also come
+through the pass manager: `SessionConfig(disabled_passes=("fusion",))` turns
+the pass off for one Session, and `optimize(..., options={"fusion": {...}})`
+passes a dict of these fields to the pass.
+
+`numexpr` is only used when it is importable (the optional `fusion` extra);
+`numexpr=False` forces the NumPy backends (tests use it).  `threads=None` means
+"use up to os.cpu_count() threads for large tensors when that measures faster"
+(see kernel.py's autotuning); `threads=1` never starts threads.
+
+Imports nothing from the project.
+"""
+from __future__ import annotations
+
+import contextlib
+import threading
+from dataclasses import dataclass, replace
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class FusionOptions:
+    enabled: bool = True
+    numexpr: bool = True              # allowed to use numexpr for small dispatch-bound groups
+    threads: Optional[int] = None     # None: autotune up to os.cpu_count(); 1: never use threads
+    chunk_bytes: int = 128 * 1024     # bytes per chunk buffer of the cache-blocked strategy
+    min_ops: int = 2                  # smallest group worth fusing (compute ops, Identity not counted)
+
+    def __post_init__(self):
+        if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
+            raise ValueError(f"FusionOptions: threads must be None or an int >= 1, got {self.threads!r}")
+        if not isinstance(self.chunk_bytes, int) or self.chunk_bytes < 1024:
+            raise ValueError(f"FusionOptions: chunk_bytes must be an int >= 1024, got {self.chunk_bytes!r}")
+        if not isinstance(self.min_ops, int) or self.min_ops < 1:
+            raise ValueError(f"FusionOptions: min_ops must be an int >= 1, got {self.min_ops!r}")
+
+
+_lock = threading.Lock()
+_current = [FusionOptions()]
+
+
+def get_options() -> FusionOptions:
+    return _current[0]
+
+
+def set_options(**changes) -> FusionOptions:
+    """Replace fields of the process-wide options; returns the previous options."""
+    with _lock:
+        old = _current[0]
+        _current[0] = replace(old, **changes)
+    return old
+
+
+@contextlib.contextmanager
+def options(**changes):
+    """Temporarily change the process-wide fusion options (restored on exit)."""
+    old = set_options(**changes)
+    try:
+        yield get_options()
+    finally:
+        with _lock:
+            _current[0] = old
+
+
+def merged(overrides: Optional[dict]) -> FusionOptions:
+    """The current options with per-call `overrides` (a dict of field values) applied."""
+    cur = get_options()
+    return replace(cur, **overrides) if overrides else cur
