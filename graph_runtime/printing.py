@@ -47,8 +47,10 @@ def format_attr(v) -> str:
         return "[*]" if v.dims is None else "[" + ",".join("?" if d is None else str(d) for d in v.dims) + "]"
     if hasattr(v, "name") and type(v).__name__ == "DType":
         return v.name
-    if isinstance(v, (list, tuple)) and any(isinstance(x, Graph) for x in v):
-        return "[" + ", ".join("<body>" if isinstance(x, Graph) else format_attr(x) for x in v) + "]"
+    if type(v) in (list, tuple):
+        inner = ", ".join(format_attr(x) for x in v)   # depth = nesting of the attr value (shallow)
+        r = f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+        return r if len(r) <= 60 else r[:57] + "..."
     r = repr(v) if not isinstance(v, str) else repr(v)
     return r if len(r) <= 60 else r[:57] + "..."
 
