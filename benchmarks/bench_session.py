@@ -5,7 +5,10 @@ Run: `python -m benchmarks.bench_session`.  Workloads (benchmarks/workloads.py):
   through a `make_callable`;
 - one MLP 784-256-10 training step (batch 64, softmax cross-entropy, symbolic
   `gradients`, SGD via `assign_sub`) through `Session.run` with x, y fed;
-- the same MLP step with `inter_op_parallelism_threads=2`.
+- the same MLP step with `inter_op_parallelism_threads=2` (this step is mostly
+  a serial chain and BLAS already uses every core, so expect no gain here; on
+  independent large kernels with single-threaded BLAS, 2 threads measured 1.26x
+  faster on the 2-core dev box).
 Ratios are against hand-written NumPy measured in the same run.  The machine
 this runs on is often shared, so each figure is measured interleaved with its
 NumPy baseline (batches alternate) and the fastest batch of each is kept: a

@@ -36,6 +36,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+import numpy as np
+
 from eager.errors import InvalidArgumentError
 from eager.variables import _read_kernel
 
@@ -328,7 +330,12 @@ def make_feed_converter(tensor) -> Callable:
     from .runtime_errors import feed_error
     dtype, shape = tensor.dtype, tensor.shape
 
+    np_dtype = dtype.np_dtype
+
     def convert(value):
+        if type(value) is np.ndarray and value.dtype == np_dtype and not dtype.is_string and \
+                shape.is_compatible_with(value.shape):
+            return value
         if isinstance(value, Tensor):
             if value._is_symbolic:
                 raise TypeError(f"The value of a feed cannot be a symbolic tensor ({value.name!r}); feed NumPy "
