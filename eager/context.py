@@ -104,3 +104,15 @@ def current_name_scope() -> str:
     """The active prefix, e.g. 'dense/' (empty string at top level)."""
     st = _name_stack()
     return "".join(n + "/" for n in st)
+
+
+@contextlib.contextmanager
+def absolute_name_scope(full_name: str):
+    """Make `full_name` ('outer/inner') the whole active scope for the block (not nested in the current one)."""
+    st = _name_stack()
+    saved = list(st)
+    st[:] = [p for p in full_name.strip("/").split("/") if p]
+    try:
+        yield current_name_scope()
+    finally:
+        st[:] = saved

@@ -75,18 +75,13 @@ class Module:
 
 
 class _ModuleScope:
+    """The module's scope, absolute: entering it inside another scope does not nest it again."""
+
     def __init__(self, full_name: str):
-        self._parts = full_name.split("/")
-        self._cms = []
+        self._cm = _context.absolute_name_scope(full_name)
 
     def __enter__(self):
-        for p in self._parts:
-            cm = _context.name_scope(p)
-            cm.__enter__()
-            self._cms.append(cm)
-        return _context.current_name_scope()
+        return self._cm.__enter__()
 
     def __exit__(self, *exc):
-        while self._cms:
-            self._cms.pop().__exit__(*exc)
-        return False
+        return self._cm.__exit__(*exc)

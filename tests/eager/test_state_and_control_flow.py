@@ -115,3 +115,21 @@ def test_gradient_through_eager_control_flow():
     # y = 4, loop multiplies by x until >= 100: 4*2^5 = 128 = x^7
     assert float(z) == 128.0
     assert float(tape.gradient(z, x)) == pytest.approx(7 * 2.0 ** 6)
+
+
+def test_module_scopes_do_not_double_when_nested():
+    class Inner(ek.Module):
+        def __init__(self, name=None):
+            super().__init__(name=name)
+            with self.name_scope:
+                self.w = ek.Variable(1.0, name="w")
+
+    class Outer(ek.Module):
+        def __init__(self):
+            super().__init__(name="outer")
+            with self.name_scope:
+                self.inner = Inner(name="hidden")
+                self.b = ek.Variable(0.0, name="b")
+
+    m = Outer()
+    assert {v.name for v in m.variables} == {"outer/hidden/w:0", "outer/b:0"}
