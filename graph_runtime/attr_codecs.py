@@ -165,13 +165,20 @@ def _dec_array(d, ctx):
     return a[()] if d.get("scalar") else np.array(a)
 
 
-_CONFIG_PACKAGES = ("eager.", "graph_runtime.", "tracing.", "autograph.")
+_CONFIG_CLASSES: dict = {}   # "module:QualName" -> class: the only classes a GraphDef may name
+
+
+def register_config_class(cls) -> None:
+    """Allow attrs of type `cls` (with `to_config()` / `cls.from_config(config)`) in GraphDefs.
+
+    Decoding looks the class up in this table only: a file can never make the
+    loader import a module or reach an attribute it names.
+    """
+    _CONFIG_CLASSES[f"{cls.__module__}:{cls.__qualname__}"] = cls
 
 
 def _is_config_object(v) -> bool:
-    t = type(v)
-    return callable(getattr(v, "to_config", None)) and callable(getattr(t, "from_config", None)) and \
-        t.__module__.startswith(_CONFIG_PACKAGES)
+    return f"{type(v).__module__}:{type(v).__qualname__}" in _CONFIG_CLASSES
 
 
 def _enc_config(v, ctx):
@@ -180,15 +187,11 @@ def _enc_config(v, ctx):
 
 
 def _dec_config(d, ctx):
-    import importlib
-    module, _, qualname = str(d["class"]).partition(":")
-    if not module.startswith(_CONFIG_PACKAGES):
-        raise AttrCodecError(f"refusing to load class {d['class']!r}: only classes of graphjit's own packages "
-                             f"can be restored from a GraphDef")
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj.from_config(decode_attr(d["config"], ctx))
+    cls = _CONFIG_CLASSES.get(str(d.get("class")))
+    if cls is None:
+        raise AttrCodecError(f"refusing to restore an object of class {d.get('class')!r}: only registered "
+                             f"classes ({sorted(_CONFIG_CLASSES)}) can be restored from a GraphDef")
+    return cls.from_config(decode_attr(d["config"], ctx))
 
 
 def _dec_variable(name, ctx):
@@ -237,3 +240,11 @@ register_attr_codec("tuple", tuple, lambda v, c: [encode_attr(x, c) for x in v],
 
 def _hashable(k):
     return tuple(k) if isinstance(k, list) else k
+
+
+def _register_builtin_config_classes() -> None:
+    from eager.ops.random import RandomState
+    register_config_class(RandomState)
+
+
+_register_builtin_config_classes()
