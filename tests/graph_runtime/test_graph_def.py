@@ -222,5 +222,9 @@ def test_config_objects_round_trip_random_state():
 def test_config_codec_refuses_foreign_classes():
     gd = _good_def()
     gd["nodes"][0]["attrs"]["dtype"] = {"$config": {"class": "os:system", "config": "true"}}
-    with pytest.raises(GraphDefError, match="refusing to load class"):
+    with pytest.raises(GraphDefError, match="refusing to restore an object of class 'os:system'"):
+        gr.import_graph_def(gd, graph=gr.Graph())
+    # even a graphjit module path is refused unless the class is registered
+    gd["nodes"][0]["attrs"]["dtype"] = {"$config": {"class": "tracing.cli:main", "config": "true"}}
+    with pytest.raises(GraphDefError, match="only registered classes"):
         gr.import_graph_def(gd, graph=gr.Graph())
