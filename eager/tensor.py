@@ -119,7 +119,8 @@ class Tensor:
 
     def __repr__(self):
         v = self._value
-        return f"<Tensor: shape={tuple(np.shape(v))}, dtype={self.dtype.name}, numpy={np.asarray(v)!r}>"
+        shown = repr(np.asarray(v).item()) if np.ndim(v) == 0 else repr(np.asarray(v))
+        return f"<Tensor: shape={tuple(np.shape(v))}, dtype={self.dtype.name}, numpy={shown}>"
 
     def __str__(self):
         return f"Tensor({np.asarray(self._value)}, shape={tuple(np.shape(self._value))}, dtype={self.dtype.name})"

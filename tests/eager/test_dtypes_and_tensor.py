@@ -108,3 +108,8 @@ def test_broadcast_error_names_op_and_shapes():
 
 def test_executing_eagerly():
     assert ek.executing_eagerly()
+
+
+def test_scalar_repr_like_tensorflow():
+    assert repr(ek.constant(54.0)) == "<Tensor: shape=(), dtype=float32, numpy=54.0>"
+    assert repr(ek.constant(3)) == "<Tensor: shape=(), dtype=int32, numpy=3>"
