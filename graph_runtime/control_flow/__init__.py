@@ -18,7 +18,7 @@ built (eagerly they run Python).  Modules:
 Imports `eager` and `graph_runtime`.
 """
 from ..building import register_control_flow_builder
-from . import ops  # noqa: F401 - registers the ops
+from . import codecs, ops  # noqa: F401 - registers the ops and GraphDef codecs
 from .auto_deps import AutoControlDependencies, has_effects, stateful_ops_in_order
 from .body_graph import BodyGraph
 from .cond import build_case, build_cond

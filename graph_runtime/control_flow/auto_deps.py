@@ -27,8 +27,15 @@ def is_effect(op) -> bool:
 
 
 def stateful_ops_in_order(graph) -> list:
-    """The stateful ops of `graph` (not its placeholders) in creation order: the run targets of a body."""
-    return [op for op in graph._ops if is_effect(op)]
+    """The stateful ops of `graph` (not its placeholders) in creation order: the run targets of a body.
+
+    A `ReadVariableOp` whose value nobody uses is left out: reading has no effect.
+    """
+    used = {id(t) for op in graph._ops for t in op._inputs}
+    used.update(id(c) for op in graph._ops for c in op._control_inputs)
+    used.update(id(t) for t in graph.outputs)
+    return [op for op in graph._ops if is_effect(op) and not (
+        op._opdef.name == "ReadVariableOp" and id(op) not in used and id(op._outputs[0]) not in used)]
 
 
 def has_effects(graph) -> bool:

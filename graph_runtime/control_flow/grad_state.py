@@ -12,6 +12,9 @@ number handed to a gradient op stays valid.  Until a gradient activates the
 state (`active`), the forward op saves nothing (a 100,000-iteration loop keeps constant
 memory).
 
+In a GraphDef the requests are stored as tensor names of the bodies
+(`codecs.py`) and resolved on first use (`tensors`).
+
 Imports nothing from the project.
 """
 from __future__ import annotations
@@ -39,6 +42,14 @@ class GradState:
                 return i
         lst.append(tensor)
         return len(lst) - 1
+
+    def tensors(self, body_index: int, graph) -> list:
+        """Body `body_index`'s saved tensors; names (from an imported GraphDef) are resolved in `graph`."""
+        lst = self.saves[body_index]
+        for i, t in enumerate(lst):
+            if isinstance(t, str):
+                lst[i] = graph.get_tensor_by_name(t)
+        return lst
 
     def __repr__(self):
         if not self.active:

@@ -122,9 +122,10 @@ def _branch_grad_kernel(variant, *rest, vjps, feeds, n_dy, **_):
     args = list(dys) + [caps[i] if kind == 0 else saved[i] for kind, i in feeds[b]]
     plan = body_plan(vjps[b])
     try:
-        return plan.fn(*args)
+        outs = plan.fn(*args)
     except Exception as e:
         raise plan.map_error(e) from None
+    return outs[0] if len(outs) == 1 else outs
 
 
 # ------------------------------------------------------------------ While
@@ -177,7 +178,8 @@ def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, **_):
         raise plan.map_error(e) from None
     import numpy as np
     capg = [np.zeros_like(caps[j]) if g is None else g for g, j in zip(capg, cap_index)]
-    return tuple(dv) + tuple(capg)
+    outs = tuple(dv) + tuple(capg)
+    return outs[0] if len(outs) == 1 else outs    # a one-output op's kernel returns the bare value
 
 
 def _infer_grad(specs, attrs):

@@ -58,6 +58,7 @@ def _branch_runner(branches, state: GradState):
     def run(b, caps):
         saves = state.saves[b]
         if saves:
+            saves = state.tensors(b, branches[b])
             plan = body_plan(branches[b], tuple(saves))
             try:
                 outs = plan.fn(*caps)
@@ -116,7 +117,7 @@ def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState):
         limit = int(args[n]) if has_max else -1
         caps = args[n + 1:] if has_max else args[n:]
         active = state.active
-        bplan = body_plan(body_g, tuple(state.saves[0])) if active else plain_plan
+        bplan = body_plan(body_g, tuple(state.tensors(0, body_g))) if active else plain_plan
         cfn, bfn = cond_plan.fn, bplan.fn
         i = 0
         try:
