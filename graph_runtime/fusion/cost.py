@@ -84,11 +84,14 @@ def numexpr_estimate(program, shapes, full: int) -> float:
     return us
 
 
-def choose(program, shapes: dict, chunk_bytes: int, numexpr_possible: bool, layout_possible) -> Choice:
+def choose(program, shapes: dict, chunk_bytes: int, numexpr_possible: bool, layout_possible,
+           force=None) -> Choice:
     """Pick a strategy.  `layout_possible()` is asked only when chunking is worth considering."""
     full = max((_size(shapes[i.out]) for i in program.instrs), default=1)
     itemsize = max((i.dtype.itemsize for i in program.instrs), default=8)
     est = {"numpy": numpy_estimate(program, shapes)}
+    if force == "numpy" or (force == "numexpr" and numexpr_possible) or (force == "chunked" and layout_possible()):
+        return Choice(force, full, est)
     if full * itemsize >= CHUNK_MIN_BUFFERS * chunk_bytes and layout_possible():
         return Choice("chunked", full, est)
     if numexpr_possible and full <= NE_MAX_ELEMENTS:

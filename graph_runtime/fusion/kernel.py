@@ -133,7 +133,7 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
         return lay is not None
 
     ne_ok = opts.numexpr and numexpr_backend.available() and numexpr_backend.expressible(program)
-    choice = choose(program, shapes, opts.chunk_bytes, ne_ok, layout_possible)
+    choice = choose(program, shapes, opts.chunk_bytes, ne_ok, layout_possible, opts.force)
     fn = None
     if choice.strategy == "numexpr":
         fn = numexpr_backend.build(program, shapes)
@@ -204,4 +204,4 @@ def plan_strategy(program, opts: FusionOptions = None) -> str:
     shapes = program.shapes_for(dims)
     ne_ok = opts.numexpr and numexpr_backend.available() and numexpr_backend.expressible(program)
     return choose(program, shapes, opts.chunk_bytes, ne_ok,
-                  lambda: chunk_layout(program, shapes, opts.chunk_bytes) is not None).describe()
+                  lambda: chunk_layout(program, shapes, opts.chunk_bytes) is not None, opts.force).describe()

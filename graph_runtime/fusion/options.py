@@ -15,7 +15,9 @@ the pass off for one Session, and `optimize(..., options={"fusion": {...}})`
 passes a dict of these fields to the pass.
 
 `numexpr` is only used when it is importable (the optional `fusion` extra);
-`numexpr=False` forces the NumPy backends (tests use it).  `threads=None` means
+`numexpr=False` forces the NumPy backends (tests use it); `force` picks a
+strategy regardless of the cost model when that strategy can run the program
+(tests and benchmarks).  `threads=None` means
 "use up to os.cpu_count() threads for large tensors when that measures faster"
 (see kernel.py's autotuning); `threads=1` never starts threads.
 
@@ -36,12 +38,16 @@ class FusionOptions:
     threads: Optional[int] = None     # None: autotune up to os.cpu_count(); 1: never use threads
     chunk_bytes: int = 128 * 1024     # bytes per chunk buffer of the cache-blocked strategy
     min_ops: int = 2                  # smallest group worth fusing (compute ops, Identity not counted)
+    force: Optional[str] = None       # "numexpr" | "numpy" | "chunked": skip the cost model when possible
 
     def __post_init__(self):
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
             raise ValueError(f"FusionOptions: threads must be None or an int >= 1, got {self.threads!r}")
         if not isinstance(self.chunk_bytes, int) or self.chunk_bytes < 1024:
             raise ValueError(f"FusionOptions: chunk_bytes must be an int >= 1024, got {self.chunk_bytes!r}")
+        if self.force not in (None, "numexpr", "numpy", "chunked"):
+            raise ValueError(f"FusionOptions: force must be None, 'numexpr', 'numpy' or 'chunked', got "
+                             f"{self.force!r}")
         if not isinstance(self.min_ops, int) or self.min_ops < 1:
             raise ValueError(f"FusionOptions: min_ops must be an int >= 1, got {self.min_ops!r}")
 

@@ -1,0 +1,248 @@
+"""Elementwise fusion: grouping rules, strategies, report and switches (issue 9)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager as ek
+import graph_runtime as gr
+from graph_runtime import fusion
+from graph_runtime.fusion import find_groups, numexpr_backend
+from graph_runtime.passes import optimize
+
+from fusion_helpers import assert_bitwise, assert_close, fused_and_reference, fused_kernels
+
+RNG = np.random.default_rng(0)
+
+
+def _chain_graph(shape=(4, 4), n=10, dtype=ek.float32):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(dtype, shape, name="x")
+        y = x
+        for _ in range(n):
+            y = ek.sin(ek.tanh(y) * 1.5 + 0.5) - 0.25
+    return g, x, y
+
+
+def _rand(shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def test_chain_becomes_one_group_and_matches():
+    g, x, y = _chain_graph()
+    groups = find_groups(g, frozenset({x.op.name, y.op.name}))
+    assert len(groups) == 1 and len(groups[0].members) == 50
+    ref, got, stats, plan = fused_and_reference(g, {x: _rand((4, 4))}, [y], numexpr=False)
+    assert_bitwise(ref, got)
+    assert [s.op.type for s in plan.steps] == ["FusedElementwise"]
+    assert stats.changes == 50 and stats.details["groups"] == 1
+
+
+def test_numexpr_strategy_small_and_close():
+    if not numexpr_backend.available():
+        pytest.skip("numexpr not installed")
+    g, x, y = _chain_graph()
+    ref, got, _, plan = fused_and_reference(g, {x: _rand((4, 4))}, [y])
+    assert fused_kernels(plan)[0].strategy == "numexpr"
+    assert_close(ref, got)
+
+
+def test_numexpr_switched_off(monkeypatch):
+    monkeypatch.setattr(numexpr_backend, "enabled", False)
+    g, x, y = _chain_graph()
+    ref, got, _, plan = fused_and_reference(g, {x: _rand((4, 4))}, [y])
+    assert fused_kernels(plan)[0].strategy == "numpy"
+    assert_bitwise(ref, got)
+
+
+def test_chunked_strategy_is_bitwise_and_uses_few_buffers():
+    g, x, y = _chain_graph(shape=(3000,), n=4)
+    ref, got, _, plan = fused_and_reference(g, {x: _rand((3000,))}, [y], chunk_bytes=1024, threads=1)
+    k = fused_kernels(plan)[0]
+    assert k.strategy == "chunked"
+    assert k.source.count("_empty") <= 3       # one output + at most a couple of chunk buffers
+    assert_bitwise(ref, got)
+
+
+def test_chunked_threads_and_rows_layout(monkeypatch):
+    from graph_runtime.fusion import kernel
+    monkeypatch.setattr(kernel, "THREAD_MIN_ELEMENTS", 1)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (50, 40), name="x")
+        b = gr.placeholder(ek.float32, (40,), name="b")
+        c = gr.placeholder(ek.float32, (50, 1), name="c")
+        y = ek.nn.relu(x * c + ek.exp(b))          # exp(b) is hoisted out of the row loop
+        z = ek.tanh(y) - c
+    feeds = {x: _rand((50, 40)), b: _rand((40,)), c: _rand((50, 1))}
+    ref, got, _, plan = fused_and_reference(g, feeds, [y, z], chunk_bytes=1024, threads=2)
+    k = fused_kernels(plan)[0]
+    assert k.strategy == "chunked" and "STEP" in k.source
+    assert_bitwise(ref, got)
+
+
+def test_non_contiguous_input_falls_back():
+    g, x, y = _chain_graph(shape=(64, 64), n=2)
+    xv = np.asfortranarray(_rand((64, 64)))
+    ref, got, _, plan = fused_and_reference(g, {x: xv}, [y], chunk_bytes=1024, threads=1)
+    assert fused_kernels(plan)[0].strategy == "chunked"
+    assert_bitwise(ref, got)
+
+
+def test_reductions_and_stateful_ops_split_groups():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (8,), name="x")
+        a = ek.exp(x) + 1.0
+        s = ek.reduce_sum(a)                      # not elementwise: a group boundary
+        b = ek.tanh(a - s) * 2.0
+    groups = find_groups(g, frozenset({"x", b.op.name}))
+    types = [sorted(m.type for m in grp.members) for grp in groups]
+    assert all("Sum" not in t for t in types)
+    assert len(groups) == 2
+    first = groups[0]
+    assert [m.name for m in first.outputs] == [a.op.name]   # used by the reduction and the next group
+    ref, got, _, _ = fused_and_reference(g, {x: _rand((8,))}, [b], numexpr=False)
+    assert_bitwise(ref, got)
+
+
+def test_multi_output_group():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (5, 3), name="x")
+        a = ek.sigmoid(x) * 3.0
+        b = ek.square(a) - x
+        m = ek.reduce_max(a)                        # a leaves the group
+    ref, got, stats, plan = fused_and_reference(g, {x: _rand((5, 3))}, [b, m], numexpr=False)
+    assert_bitwise(ref, got)
+    info = stats.details["fused"][0]
+    assert len(info.outputs) == 2
+
+
+def test_convexity_no_cycle_through_outside_op():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (6,), name="x")
+        a = ek.exp(x)
+        r = ek.reduce_sum(a, keepdims=True)         # outside the group, between two members
+        b = a * r + a
+    groups = find_groups(g, frozenset({"x", b.op.name}))
+    for grp in groups:
+        names = {m.name for m in grp.members}
+        assert not ({a.op.name, b.op.name} <= names)
+    ref, got, _, _ = fused_and_reference(g, {x: _rand((6,))}, [b], numexpr=False)
+    assert_bitwise(ref, got)
+
+
+def test_fed_intermediate_is_respected():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (4,), name="x")
+        a = ek.tanh(x) * 2.0
+        b = ek.exp(a) + 1.0
+    av = np.full((4,), 7.0, np.float32)
+    ref, got, _, _ = fused_and_reference(g, {x: _rand((4,)), a: av}, [b], numexpr=False)
+    np.testing.assert_array_equal(got[0], np.exp(av) + np.float32(1))
+    assert_bitwise(ref, got)
+
+
+def test_rank0_outputs_are_numpy_scalars_and_identity_outputs():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (), name="x")
+        y = ek.identity(ek.exp(x) * 2.0 + 1.0)
+    ref, got, _, _ = fused_and_reference(g, {x: np.float32(0.5)}, [y], numexpr=False)
+    assert_bitwise(ref, got)
+    assert isinstance(got[0], np.generic)
+
+
+def test_casts_bools_and_select():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3, 4), name="x")
+        y = gr.placeholder(ek.float32, (4,), name="y")
+        m = ek.logical_and(x > y, ek.logical_not(ek.is_nan(x)))
+        z = ek.where(m, ek.cast(x, ek.float64) * 2.0, ek.cast(y, ek.float64))
+        w = ek.cast(ek.floor(z), ek.int32) + 1
+    xv = _rand((3, 4))
+    xv[0, 0] = np.nan
+    ref, got, _, plan = fused_and_reference(g, {x: xv, y: _rand((4,))}, [z, w], numexpr=False)
+    # z is fetched (so possibly fed): a preserved op is only ever a group sink, so w starts a second group
+    assert len(fused_kernels(plan)) == 2
+    assert_bitwise(ref, got)
+    ref, got, _, plan = fused_and_reference(g, {x: xv, y: _rand((4,))}, [w], numexpr=False)
+    assert len(fused_kernels(plan)) == 1
+    assert_bitwise(ref, got)
+
+
+def test_unknown_dims_specialize_per_shape():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (None, 3), name="x")
+        y = ek.tanh(x * 2.0) + 1.0
+    ref_plan = gr.compile_plan(g, [x], [y])
+    with fusion.options(numexpr=False, chunk_bytes=1024, threads=1):
+        out, _ = optimize(g, ["x", y.name], passes=["fusion"])
+        plan = gr.compile_plan(out, [out.get_tensor_by_name("x:0")], [out.get_tensor_by_name(y.name)])
+    assert fused_kernels(plan)[0].strategy == "dynamic"
+    for n in (1, 5, 2000, 5):
+        xv = _rand((n, 3))
+        assert_bitwise(ref_plan(xv), plan(xv))
+
+
+def test_session_report_lists_groups_and_switches():
+    g, x, y = _chain_graph(n=3)
+    xv = _rand((4, 4))
+    with gr.Session(graph=g) as sess:
+        r_on = sess.run(y, {x: xv})
+        report = sess.last_optimization_report
+    stats = report.stats_for("fusion")
+    assert stats and stats[0].details["groups"] == 1
+    text = str(report)
+    assert "/fused: 15 ops" in text and "Tanhx3" in text
+    with gr.Session(graph=g, config=gr.SessionConfig(disabled_passes=("fusion",))) as sess:
+        r_off = sess.run(y, {x: xv})
+        assert not sess.last_optimization_report.stats_for("fusion")
+    np.testing.assert_allclose(r_on, r_off, rtol=1e-5)
+    with fusion.options(enabled=False):
+        with gr.Session(graph=g) as sess:
+            sess.run(y, {x: xv})
+            assert sess.last_optimization_report.stats_for("fusion")[0].changes == 0
+
+
+def test_pass_option_and_min_ops():
+    g, x, y = _chain_graph(n=1)
+    out, report = optimize(g, ["x", y.name], options={"fusion": {"min_ops": 10}})
+    assert report.changes("fusion") == 0
+    out, report = optimize(g, ["x", y.name], options={"fusion": {"enabled": False}})
+    assert report.changes("fusion") == 0
+    out, report = optimize(g, ["x", y.name])
+    assert report.changes("fusion") == 5
+    assert any(op.type == "FusedElementwise" for op in out.get_operations())
+
+
+def test_program_listing_and_reference_interpreter():
+    g, x, y = _chain_graph(n=1)
+    out, _ = optimize(g, ["x", y.name], passes=["fusion"])
+    op = next(o for o in out.get_operations() if o.type == "FusedElementwise")
+    prog = op.get_attr("program")
+    assert "tanh" in prog.listing() and "5 ops" in prog.summary()
+    xv = _rand((4, 4))
+    ref = gr.compile_plan(g, [x], [y])(xv)[0]
+    consts = [t.op.get_attr("value") for t in op.inputs if t.op.type == "Const"]
+    args = [xv if t.op.type == "Placeholder" else t.op.get_attr("value") for t in op.inputs]
+    assert len(consts) == len(args) - 1
+    np.testing.assert_array_equal(fusion.interpret(prog, *args), ref)
+    assert op.opdef.differentiable is False
+
+
+def test_integer_and_mixed_groups_stay_exact():
+    g = gr.Graph()
+    with g.as_default():
+        i = gr.placeholder(ek.int32, (7,), name="i")
+        j = ek.maximum(i * 3 - 2, ek.abs(i)) + ek.floordiv(i, 2)
+        f = ek.cast(j, ek.float32) * 0.5
+    iv = np.arange(-3, 4, dtype=np.int32)
+    ref, got, _, _ = fused_and_reference(g, {i: iv}, [j, f])
+    assert_bitwise(ref, got)
