@@ -153,10 +153,8 @@ def sum_to_shape(g, shape):
         return g
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
-    r = np.sum(g, axis=axes, keepdims=True) if axes else g
-    if lead:
-        r = r.reshape(r.shape[lead:])
-    return np.asarray(r).reshape(shape).astype(np.result_type(g), copy=False)
+    r = np.add.reduce(g, axis=axes, keepdims=True, dtype=g.dtype) if axes else g
+    return np.asarray(r).reshape(shape)
 
 
 def _grad_sum_to_like(op, dy):

@@ -132,18 +132,24 @@ def silu(features, name=None):
 
 
 # ------------------------------------------------------------------ softmax
+_max_reduce = np.maximum.reduce   # ufunc methods: the same arithmetic as np.max/np.sum, less wrapper overhead
+_sum_reduce = np.add.reduce
+
+
 def _stable_shift(x, axis):
-    return x - np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    return x - _max_reduce(x, axis=axis, keepdims=True, initial=-np.inf)
 
 
 def _softmax_kernel(x, axis):
     e = np.exp(_stable_shift(x, axis))
-    return e / np.sum(e, axis=axis, keepdims=True)
+    e /= _sum_reduce(e, axis=axis, keepdims=True)
+    return e
 
 
 def _log_softmax_kernel(x, axis):
     s = _stable_shift(x, axis)
-    return s - np.log(np.sum(np.exp(s), axis=axis, keepdims=True))
+    s -= np.log(_sum_reduce(np.exp(s), axis=axis, keepdims=True))
+    return s
 
 
 def _infer_axis_op(specs, attrs):
@@ -193,10 +199,14 @@ def log_softmax(logits, axis=-1, name=None):
 
 # ------------------------------------------------------------------ cross entropies
 def _xent_kernel(labels, logits, axis):
-    logp = _log_softmax_kernel(logits, axis)
-    loss = -np.sum(labels * logp, axis=axis)
+    shifted = _stable_shift(logits, axis)
+    e = np.exp(shifted)
+    total = _sum_reduce(e, axis=axis, keepdims=True)
+    shifted -= np.log(total)                      # now log-softmax
+    loss = -_sum_reduce(labels * shifted, axis=axis)
+    e /= total                                    # now softmax
     # the exact gradient also for labels that do not sum to 1 (TensorFlow assumes they do)
-    return np.asarray(loss, dtype=logits.dtype), np.exp(logp) * np.sum(labels, axis=axis, keepdims=True) - labels
+    return np.asarray(loss, dtype=logits.dtype), e * _sum_reduce(labels, axis=axis, keepdims=True) - labels
 
 
 def _infer_xent(specs, attrs):

@@ -50,16 +50,20 @@ def _infer_reduce(specs, attrs, dtype=None):
 def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
     xs = np.shape(x)
     axes = _axes(axis, len(xs))
-    if not keepdims:
-        dy = np.expand_dims(dy, axes) if axes else dy
-    out = np.broadcast_to(dy, xs)
+    dy = np.asarray(dy)
+    if not keepdims and axes:
+        dy = dy.reshape(tuple(1 if i in axes else d for i, d in enumerate(xs)))
+    out = np.empty(xs, dtype=dy.dtype)
+    np.copyto(out, dy)
     if mean:
         n = 1
         for a in axes:
             n *= xs[a]
-        out = out / np.asarray(max(n, 1), dtype=np.result_type(dy))
-        return out.astype(np.result_type(dy), copy=False)
-    return np.array(out)
+        if dy.dtype.kind == "f":
+            out *= dy.dtype.type(1.0 / max(n, 1))
+        else:
+            out //= max(n, 1)
+    return out
 
 
 def _g_reduce_grad(op, g):
@@ -100,8 +104,11 @@ def _g_prod(op, dy):
     return [multiply(reduce_grad(dy, x, axis, keepdims), divide(reduce_grad(y, x, axis, keepdims), x))]
 
 
+_add_reduce = np.add.reduce   # what np.sum/np.mean call, without their wrapper overhead
+
+
 def _sum_kernel(x, axis=None, keepdims=False):
-    return np.sum(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    return _add_reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
 
 
 def _mean_kernel(x, axis=None, keepdims=False):
@@ -109,7 +116,11 @@ def _mean_kernel(x, axis=None, keepdims=False):
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
         n = x.size // max(np.size(s), 1) if x.size else 1
         return (np.trunc(s / max(n, 1))).astype(x.dtype)
-    return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    if x.dtype == np.float16:
+        return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    s = _add_reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
+    n = x.size // max(np.size(s), 1)
+    return np.true_divide(s, n, dtype=x.dtype) if n else np.true_divide(s, 0, dtype=x.dtype)
 
 
 def _extreme_kernel(fn):
