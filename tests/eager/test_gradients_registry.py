@@ -25,6 +25,9 @@ EXEMPT = {
     "ReadVariableOp": "variables are sources; covered by test_tape.py",
     "PartitionedCall": "a traced function called under a tape; covered by tests/tracing (numeric comparison "
                        "with the eager tape)",
+    **{name: "functional control flow exists only in graphs (eagerly cond/while_loop/switch_case run Python); "
+             "gradients checked numerically in tests/graph_runtime/test_control_flow_gradients.py"
+       for name in ("If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile")},
 }
 
 
