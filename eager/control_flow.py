@@ -91,7 +91,7 @@ def _call(fn, vars_, single):
 
 def check_loop_structure(before, after):
     """Loop variables must keep their nested structure and dtypes across an iteration."""
-    if not nest.same_structure(_strip(before), _strip(after)):
+    if not nest.same_structure(nest.lists_for_sequences(before), nest.lists_for_sequences(after)):
         raise ValueError(f"while_loop: the body must return the same structure as loop_vars: "
                          f"{nest.structure_repr(before)} before the loop, {nest.structure_repr(after)} after one "
                          f"iteration")
@@ -103,12 +103,6 @@ def check_loop_structure(before, after):
                             f"one iteration")
 
 
-def _strip(s):
-    if isinstance(s, (list, tuple)) and not hasattr(s, "_fields"):
-        return [_strip(x) for x in s]
-    if isinstance(s, dict):
-        return {k: _strip(v) for k, v in s.items()}
-    return s
 
 
 def _dtype(x):

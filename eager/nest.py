@@ -123,3 +123,16 @@ def flatten_with_paths(structure, prefix: str = "") -> list[tuple[str, Any]]:
         else:
             out.append((path, x))
     return out
+
+
+def lists_for_sequences(s):
+    """`s` with every list and plain tuple turned into a list (namedtuples and dicts kept).
+
+    For comparing structures where a list and a tuple count as the same
+    sequence (loop variables returned as a tuple for a list, call arguments).
+    """
+    if isinstance(s, (list, tuple)) and not hasattr(s, "_fields"):
+        return [lists_for_sequences(x) for x in s]
+    if isinstance(s, dict):
+        return {k: lists_for_sequences(v) for k, v in s.items()}
+    return s

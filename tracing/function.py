@@ -175,7 +175,7 @@ class Function:
         flat_specs = ek.nest.flatten(list(sig))
         flat_args = ek.nest.flatten(list(args))
         if len(flat_specs) != len(flat_args) or not ek.nest.same_structure(
-                [_strip(a) for a in args], [_strip(s) for s in sig]):
+                [ek.nest.lists_for_sequences(a) for a in args], [ek.nest.lists_for_sequences(s) for s in sig]):
             raise TypeError(self._signature_mismatch(args, kwargs))
         for spec, a in zip(flat_specs, flat_args):
             if not (isinstance(a, (ek.Tensor, )) or hasattr(a, "shape")) or \
@@ -271,12 +271,6 @@ class RetraceWarning(UserWarning):
     """Emitted when a function retraces on 5 of its last 10 calls."""
 
 
-def _strip(s):
-    if isinstance(s, (list, tuple)) and not hasattr(s, "_fields"):
-        return [_strip(x) for x in s]
-    if isinstance(s, dict):
-        return {k: _strip(v) for k, v in s.items()}
-    return s
 
 
 def _as_spec(a):

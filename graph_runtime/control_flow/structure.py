@@ -86,16 +86,10 @@ def flatten(structure, prefix: str, convert: bool = True, like: Optional[list] =
 def same_structure(a, b, loose_sequences: bool = False) -> bool:
     """`nest.same_structure`, optionally treating lists and tuples alike (loop bodies may switch)."""
     if loose_sequences:
-        a, b = _strip(a), _strip(b)
+        a, b = nest.lists_for_sequences(a), nest.lists_for_sequences(b)
     return nest.same_structure(a, b)
 
 
-def _strip(s):
-    if isinstance(s, (list, tuple)) and not hasattr(s, "_fields"):
-        return [_strip(x) for x in s]
-    if isinstance(s, dict):
-        return {k: _strip(v) for k, v in s.items()}
-    return s
 
 
 def describe(x) -> str:

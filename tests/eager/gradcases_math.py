@@ -2,18 +2,8 @@
 import numpy as np
 
 import eager as ek
-from gradcheck import GradCase
+from gradcheck import GradCase, grad_of
 
-
-
-def grad_of(f):
-    """x -> df/dx computed with an inner tape (so the outer tape records the gradient ops)."""
-    def g(x):
-        with ek.GradientTape() as t:
-            t.watch(x)
-            y = f(x)
-        return t.gradient(y, x)
-    return g
 
 
 pos = lambda *shapes: (lambda rng: [rng.uniform(0.5, 2.0, s) for s in shapes])

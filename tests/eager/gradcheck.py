@@ -69,3 +69,13 @@ def check_case(case: GradCase, seed: int = 0):
         got = np.zeros_like(a) if g is None else np.asarray(g.numpy(), dtype=np.float64)
         np.testing.assert_allclose(got, num, rtol=case.rtol, atol=case.atol,
                                    err_msg=f"{case.op_name} ({case.id}): gradient of input {i}")
+
+
+def grad_of(f):
+    """x -> df/dx computed with an inner tape (so the outer tape records the gradient ops)."""
+    def g(x):
+        with ek.GradientTape() as t:
+            t.watch(x)
+            y = f(x)
+        return t.gradient(y, x)
+    return g
