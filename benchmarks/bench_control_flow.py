@@ -53,17 +53,24 @@ def rnn_numpy_grad(xs, wx, wh, b):
     return dwx, dwh, db
 
 
-def rnn_graph(xs, wx, wh, b):
+def rnn_graph(xs, wx, wh, b, indexing="tensor_array", with_grads=False):
+    """The RNN graph; the step input is `x_ta.read(t)` (TF2 idiom) or `x[t]` (indexing='getitem').
+
+    With `with_grads`, also the gradients of sum(h) (a forward loop that has a gradient saves its
+    per-iteration values, so forward-only figures use a graph without one).
+    """
     g = gr.Graph()
     with g.as_default():
         x = gr.placeholder("float32", xs.shape, name="xs")
         Wx, Wh, B = ek.constant(wx), ek.constant(wh), ek.constant(b)
+        x_ta = ek.TensorArray("float32", size=STEPS).unstack(x)
 
         def body(t, h):
-            return t + 1, ek.tanh(ek.matmul(x[t], Wx) + ek.matmul(h, Wh) + B)
+            x_t = x_ta.read(t) if indexing == "tensor_array" else x[t]
+            return t + 1, ek.tanh(ek.matmul(x_t, Wx) + ek.matmul(h, Wh) + B)
 
         _, h = ek.while_loop(lambda t, h: t < STEPS, body, [ek.constant(0), ek.zeros((BATCH, HIDDEN))])
-        grads = gr.gradients(ek.reduce_sum(h), [Wx, Wh, B])
+        grads = gr.gradients(ek.reduce_sum(h), [Wx, Wh, B]) if with_grads else None
     return g, x, h, grads
 
 
@@ -76,12 +83,21 @@ def counter_graph(n):
 
 def rows() -> list[Row]:
     xs, wx, wh, b = rnn_data()
-    g, x, h, grads = rnn_graph(xs, wx, wh, b)
+    g, x, h, _ = rnn_graph(xs, wx, wh, b)
     sess = gr.Session(graph=g)
     got = sess.run(h, {x: xs})
     assert np.allclose(got, rnn_numpy(xs, wx, wh, b), atol=1e-5)
+    base = measure(lambda: rnn_numpy(xs, wx, wh, b), repeat=9)
     out = [Row(f"tanh RNN {STEPS} steps h{HIDDEN} b{BATCH}", "while_loop, Session",
-               measure(lambda: sess.run(h, {x: xs}), repeat=9), measure(lambda: rnn_numpy(xs, wx, wh, b), repeat=9))]
+               measure(lambda: sess.run(h, {x: xs}), repeat=9), base, "step input: TensorArray.read(t)")]
+    g2, x2, h2, _ = rnn_graph(xs, wx, wh, b, indexing="getitem")
+    sess2 = gr.Session(graph=g2)
+    assert np.allclose(sess2.run(h2, {x2: xs}), rnn_numpy(xs, wx, wh, b), atol=1e-5)
+    out.append(Row(f"tanh RNN {STEPS} steps h{HIDDEN} b{BATCH}", "while_loop, Session",
+                   measure(lambda: sess2.run(h2, {x2: xs}), repeat=9), base, "step input: x[t] (Pack+StridedSlice)"))
+    gg, xg, _, grads = rnn_graph(xs, wx, wh, b, with_grads=True)
+    sess = gr.Session(graph=gg)
+    x = xg
     run_grads = sess.make_callable(grads, feed_list=[x]) if hasattr(sess, "make_callable") else None
     fn = (lambda: run_grads(xs)) if run_grads is not None else (lambda: sess.run(grads, {x: xs}))
     want = rnn_numpy_grad(xs, wx, wh, b)
