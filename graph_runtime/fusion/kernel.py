@@ -13,6 +13,10 @@ the real kernel ONCE, when the plan is compiled:
 - some dims unknown: a small dispatcher generates (and caches, per program) a
   kernel for each distinct tuple of input shapes it sees at run time.
 
+Generated kernels are shared (`shared_kernel`) by all programs with the same
+signature, input shapes and options: an unrolled loop's identical groups call
+one function.
+
 Large chunked kernels may split their chunk range across threads (NumPy
 releases the GIL inside ufunc loops).  Whether that pays depends on the
 machine (on a shared 2-vCPU VM it does not), so with `threads=None` the kernel
@@ -170,15 +174,33 @@ def _bind_runner(chunked: Callable, run: Callable) -> Callable:
     return kernel
 
 
+_shared_lock = threading.Lock()
+_SHARED: dict = {}          # (program signature, input shapes, options) -> kernel
+MAX_SHARED_KERNELS = 1024
+
+
+def shared_kernel(program, input_shapes: tuple, opts: FusionOptions) -> Callable:
+    """The kernel for these shapes, shared by every program with the same signature.
+
+    An unrolled loop produces many identical groups; sharing one generated function (instead of
+    one per group) generates code once and keeps the interpreter's caches warm.
+    """
+    key = (program.signature(), input_shapes, opts)
+    fn = _SHARED.get(key)
+    if fn is None:
+        fn = build_for_shapes(program, input_shapes, opts)
+        with _shared_lock:
+            if len(_SHARED) >= MAX_SHARED_KERNELS:
+                _SHARED.clear()
+            fn = _SHARED.setdefault(key, fn)
+    return fn
+
+
 def make_kernel(program, static_input_shapes, opts: FusionOptions = None) -> Callable:
     """The kernel a plan calls for this program: generated now if shapes are static, else per shape."""
     opts = opts or get_options()
     if all(dims is not None and None not in dims for dims in static_input_shapes):
-        key = (tuple(tuple(d) for d in static_input_shapes), opts)
-        hit = program.cache.get(key)
-        if hit is None:
-            hit = program.cache[key] = build_for_shapes(program, key[0], opts)
-        return hit
+        return shared_kernel(program, tuple(tuple(d) for d in static_input_shapes), opts)
     cache = program.cache
     lock = threading.Lock()
 
@@ -189,7 +211,7 @@ def make_kernel(program, static_input_shapes, opts: FusionOptions = None) -> Cal
             with lock:
                 if len(cache) >= MAX_DYNAMIC_KERNELS:
                     cache.clear()
-                fn = cache[key] = build_for_shapes(program, key[0], opts)
+                fn = cache[key] = shared_kernel(program, key[0], opts)
         return fn(*arrays)
     dynamic.strategy = "dynamic"
     return dynamic

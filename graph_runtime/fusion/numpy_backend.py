@@ -14,11 +14,14 @@ return a view of its input).
 Straight-line (`build_straight`), for small and medium tensors:
 
     def fused(i0):
-        o0 = _empty((4, 4), _d0)
-        u1(i0, o0)                # tanh(i0, out=o0)
+        o0 = u1(i0)               # tanh: the first writer allocates the buffer
         u2(o0, c3, o0)            # multiply(o0, c3, out=o0)
         ...
         return o0
+
+(A buffer's first writer allocates it, which is cheaper than `np.empty` plus
+`out=`; rank-0 buffers are allocated with `np.empty`, since a ufunc on 0-d
+inputs returns a NumPy scalar, which cannot be an `out=` argument.)
 
 Chunked (`build_chunked`), for large tensors: values that vary along the chunked
 dimension are computed chunk by chunk into chunk-sized scratch buffers (or the
@@ -92,6 +95,7 @@ class _Buf:
     key: tuple                 # (shape, dtype str) it can hold
     busy_until: int            # instruction index of the occupant's last use (-1: free)
     reserved: Optional[int]    # position of the output instruction it belongs to, if any
+    exists: bool = False       # has the buffer been allocated yet (by np.empty or by its first writer)?
 
 
 class _Buffers:
@@ -105,13 +109,13 @@ class _Buffers:
         self.reserved: dict = {}      # output slot -> _Buf
         self.outputs = outputs
 
-    def reserve(self, slot: int, name: str) -> None:
-        b = _Buf(name, self.key_of(slot), -1, self.pos[slot])
+    def reserve(self, slot: int, name: str, exists: bool) -> None:
+        b = _Buf(name, self.key_of(slot), -1, self.pos[slot], exists)
         self.bufs.append(b)
         self.reserved[slot] = b
 
     def take(self, slot: int, k: int, new_name: Callable) -> tuple:
-        """(buffer name, is_new) for the value of instruction k writing `slot`."""
+        """(buffer name, first_write) for the value of instruction k writing `slot`."""
         b = self.reserved.get(slot)
         if b is None:
             key, last = self.key_of(slot), self.last_use.get(slot, k)
@@ -120,12 +124,12 @@ class _Buffers:
                                                                                    last <= c.reserved)):
                     b = c
                     break
-        is_new = b is None
-        if is_new:
+        if b is None:
             b = _Buf(new_name(), self.key_of(slot), -1, None)
             self.bufs.append(b)
         b.busy_until = self.last_use.get(slot, k)
-        return b.name, is_new
+        first, b.exists = not b.exists, True
+        return b.name, first
 
 
 def _last_uses(instrs: list, outputs) -> dict:
@@ -150,17 +154,20 @@ def _call(env: _Env, ins, args: list, out: Optional[str]) -> str:
 
 def _emit_block(env, program, instrs, loc: dict, bufs: _Buffers, alloc: Callable, lines: list, indent: str,
                 out_copy: dict) -> None:
-    """Emit the calls of `instrs`; `loc` maps slots to expressions; results land in `bufs`' buffers."""
+    """Emit the calls of `instrs`; `loc` maps slots to expressions; results land in `bufs`' buffers.
+
+    `alloc(slot, name, lines, indent)` is called on a buffer's first write: it may emit an allocation
+    (and return False: the call then writes with `out=`), or return True: the call allocates the buffer.
+    """
     counter = itertools.count(len(lines))
     for k, ins in enumerate(instrs):
         args = [loc[a] for a in ins.args]
         if ins.kind == "ufunc":
-            name, is_new = bufs.take(ins.out, k, lambda: f"t{next(counter)}")
-            if is_new:
-                decl = alloc(ins.out, name)
-                if decl:
-                    lines.append(indent + decl)
-            lines.append(indent + _call(env, ins, args, name))
+            name, first = bufs.take(ins.out, k, lambda: f"t{next(counter)}")
+            if first and alloc(ins.out, name, lines, indent):
+                lines.append(indent + f"{name} = {_call(env, ins, args, None)}")    # the ufunc allocates it
+            else:
+                lines.append(indent + _call(env, ins, args, name))
             loc[ins.out] = name
         else:
             name = f"v{ins.out}"
@@ -195,12 +202,17 @@ def build_straight(program, shapes: dict) -> Callable:
     buffered: set = set()
     for ins in instrs:
         if ins.out in outs and ins.kind == "ufunc" and ins.out not in bufs.reserved:
-            name = f"o{len(bufs.reserved)}"
-            bufs.reserve(ins.out, name)
+            bufs.reserve(ins.out, f"o{len(bufs.reserved)}", False)
             buffered.add(ins.out)
-            body.append(f"    {name} = {_alloc(env, program, shapes, ins.out)}")
-    _emit_block(env, program, instrs, loc, bufs, lambda s, n: f"{n} = {_alloc(env, program, shapes, s)}", body,
-                "    ", {})
+
+    def first_write(slot, name, lines, indent) -> bool:
+        """A buffer's first writer allocates it (cheaper than np.empty + out=), except rank 0 (scalars)."""
+        if shapes[slot]:
+            return True
+        lines.append(indent + f"{name} = {_alloc(env, program, shapes, slot)}")
+        return False
+
+    _emit_block(env, program, instrs, loc, bufs, first_write, body, "    ", {})
     lines = [f"def fused({', '.join(f'i{k}' for k in range(n_in))}):"] + body
     lines.append(f"    return {_returns(program, loc, shapes, buffered)}")
     fn, src = _compile(env, lines, "fused", "straight")
@@ -304,11 +316,11 @@ def build_chunked(program, shapes: dict, layout: Layout, fallback: Callable) -> 
             iloc[s] = f"{name}_c"
             header.append(f"        {name}_c = {name}[s:e]")
 
-    def scratch(slot, name):
+    def scratch(slot, name, lines, indent) -> bool:
         shape = (layout.step,) if flat else (layout.step,) + tuple(shapes[slot][1:])
         prologue.append(f"    T{name} = {_alloc(env, program, shapes, slot, shape)}")
         header.append(f"        {name} = T{name}[:m]")
-        return None
+        return False
 
     last = _last_uses(looped, outs)
     if flat:
@@ -319,7 +331,7 @@ def build_chunked(program, shapes: dict, layout: Layout, fallback: Callable) -> 
     kinds = {ins.out: ins.kind for ins in looped}
     for s in out_arrays:
         if kinds[s] == "ufunc":
-            bufs.reserve(s, iloc[s])
+            bufs.reserve(s, iloc[s], True)
     copy_into = {s: iloc[s] for s in out_arrays if kinds[s] != "ufunc"}
     block: list = []
     _emit_block(env, program, looped, iloc, bufs, scratch, block, "        ", copy_into)

@@ -38,6 +38,7 @@ class FusionOptions:
     threads: Optional[int] = None     # None: autotune up to os.cpu_count(); 1: never use threads
     chunk_bytes: int = 128 * 1024     # bytes per chunk buffer of the cache-blocked strategy
     min_ops: int = 2                  # smallest group worth fusing (compute ops, Identity not counted)
+    max_distance: int = 64            # an op joins a group only if created <= this many ops after it
     force: Optional[str] = None       # "numexpr" | "numpy" | "chunked": skip the cost model when possible
 
     def __post_init__(self):

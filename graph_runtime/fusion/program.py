@@ -97,6 +97,17 @@ class Program:
             shapes[ins.out] = shape
         return [Spec(shapes[s], dt) for s, dt in zip(self.outputs, self.out_dtypes)]
 
+    def signature(self) -> tuple:
+        """A hashable key: programs with equal signatures compute the same function (kernels are shared)."""
+        sig = getattr(self, "_signature", None)
+        if sig is None:
+            sig = (tuple(self.input_slots), tuple(d.str for d in self.in_dtypes),
+                   tuple((s, v.dtype.str, v.shape, v.tobytes()) for s, v in sorted(self.consts.items())),
+                   tuple((i.kind, i.fn, i.args, i.out, i.dtype.str, _freeze(i.attrs)) for i in self.instrs),
+                   tuple(self.outputs))
+            self._signature = sig
+        return sig
+
     # -- description ------------------------------------------------------------------------------
     def op_types(self) -> list:
         return [t for _, t in self.members]
@@ -120,6 +131,18 @@ class Program:
 
     def __repr__(self):
         return f"<fused program: {self.summary()}>"
+
+
+def _freeze(attrs: dict) -> tuple:
+    out = []
+    for k in sorted(attrs):
+        v = attrs[k]
+        try:
+            hash(v)
+        except TypeError:
+            v = ("id", id(v))
+        out.append((k, v))
+    return tuple(out)
 
 
 def interpret(program: Program, *arrays):

@@ -10,9 +10,9 @@ members whose values are needed outside the group (a preserved member keeps
 its name through an Identity, via `Rewriter.replace`).
 
 Because a group's ops are contracted into one node, the output graph's
-creation order is a new topological order of the contracted graph: ops are
-emitted by a Kahn walk that prefers original creation order (a group is ready
-once every producer feeding any of its members has been emitted).
+creation order is a new topological order of the contracted graph
+(`groups.contracted_order`: a Kahn walk preferring creation order; a group is
+ready once every producer feeding any of its members has been emitted).
 
 The pass runs last in the pipeline (after arithmetic simplification and CSE,
 which see the individual ops), and, like every pass, on the graph a plan is
@@ -32,10 +32,9 @@ Imports `graph_runtime.fusion` and sibling pass modules.
 """
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass
 
-from ..fusion.groups import find_groups
+from ..fusion.groups import dissolve_cycles, find_groups
 from ..fusion.kernel import FUSED_ELEMENTWISE, plan_strategy
 from ..fusion.options import merged
 from ..fusion.program import ProgramBuilder
@@ -70,46 +69,6 @@ class FusedGroups(list):
         return "".join(f"\n      {g}" for g in self)
 
 
-def _schedule(graph, groups) -> list:
-    """Nodes ("op", op) / ("group", k) in a topological order close to creation order."""
-    gid = {id(m): k for k, g in enumerate(groups) for m in g.members}
-    node_of = lambda o: ("group", gid[id(o)]) if id(o) in gid else ("op", o._id)  # noqa: E731
-    preds: dict = {}
-    keys: dict = {}
-    payload: dict = {}
-    for op in graph._ops:
-        n = node_of(op)
-        keys[n] = min(keys.get(n, op._id), op._id)
-        payload[n] = op if n[0] == "op" else n[1]
-        ps = preds.setdefault(n, set())
-        for t in op._inputs:
-            p = node_of(t._op)
-            if p != n:
-                ps.add(p)
-        for c in op._control_inputs:
-            p = node_of(c)
-            if p != n:
-                ps.add(p)
-    succ: dict = {n: [] for n in preds}
-    indeg = {n: len(ps) for n, ps in preds.items()}
-    for n, ps in preds.items():
-        for p in ps:
-            succ[p].append(n)
-    ready = [(keys[n], n) for n, d in indeg.items() if d == 0]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, n = heapq.heappop(ready)
-        order.append((n[0], payload[n]))
-        for s in succ[n]:
-            indeg[s] -= 1
-            if indeg[s] == 0:
-                heapq.heappush(ready, (keys[s], s))
-    if len(order) != len(preds):   # pragma: no cover - groups are convex, so this cannot happen
-        raise AssertionError("fusion: contracted graph has a cycle")
-    return order
-
-
 def _build_program(group):
     b = ProgramBuilder()
     slot_of: dict = {}
@@ -141,13 +100,14 @@ def fuse_elementwise(graph, ctx: PassContext):
     n = len(graph._ops)
     if not opts.enabled:
         return graph, PassStats("fusion", n, n, 0, details={"disabled": 1})
-    groups = find_groups(graph, ctx.preserve, opts.min_ops)
+    groups = find_groups(graph, ctx.preserve, opts.min_ops, opts.max_distance)
     if not groups:
         return graph, PassStats("fusion", n, n, 0)
+    groups, order = dissolve_cycles(graph, groups)
     rw = Rewriter(graph, ctx)
     infos = FusedGroups()
     fused_ops = 0
-    for kind, item in _schedule(graph, groups):
+    for kind, item in order:
         if kind == "op":
             rw.copy(item)
             continue

@@ -1,0 +1,213 @@
+"""Elementwise fusion figures (issue 9): fused vs unfused vs hand-written NumPy, and peak memory.
+
+Workloads (ratios against hand-written NumPy measured in the same run):
+
+- `chain50` (benchmarks/workloads.py) on 4x4 float32 under `@function`:
+  unfused, fused (cost model: numexpr when installed), fused NumPy-only
+  (straight-line `out=` kernel).  Target <= 0.5x.
+- `(tanh(2x+1)(2x+1) - x)^2 + 3` on 2M float32 under `@function`: unfused,
+  fused (chunked, threads autotuned), fused single-thread.  Target <= 0.6x.
+- MLP 784-256-10 training step (benchmarks/bench_tracing.py) and a tanh RNN
+  (shapes of benchmarks/bench_control_flow.py, 100 steps unrolled by a Python
+  loop under `@function`, forward + tape gradients): fused vs unfused, both
+  against NumPy (no slower with fusion).
+- Peak memory, each in a fresh subprocess: a 20-op chain and the expression
+  above on 8M float32 (32 MB per array).  Reported: tracemalloc peak during one
+  call (NumPy reports its buffers to tracemalloc) and the growth of peak RSS,
+  in MB and in units of one array.
+
+Timings are interleaved with the NumPy baseline (`bench_optimizer.paired`:
+fastest of several alternating batches), so a busy machine skews both alike.
+
+Run: `python -m benchmarks.bench_fusion` (add `--quick` for fewer repeats).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+
+import eager as ek
+from benchmarks.bench_optimizer import paired
+from benchmarks.harness import Row, table
+from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy
+from graph_runtime import fusion
+from tracing import function
+
+BIG = 2_000_000
+MEM_N = 8_000_000
+MEM_CHAIN = 20
+RNN_STEPS, HIDDEN, BATCH, INPUTS = 100, 64, 16, 32
+
+
+def expr(ops, x):
+    a = 2 * x + 1
+    return (ops.tanh(a) * a - x) ** 2 + 3
+
+
+def chain_n(ops, x, n=MEM_CHAIN):
+    y = x
+    for i in range(n // 2):
+        y = ops.sin(y) * 1.01 if i % 2 else ops.tanh(y) + 0.5
+    return y
+
+
+def _compiled(fn, args, **opts):
+    f = function(fn)
+    with fusion.options(**opts):
+        f(*args)                   # trace + optimize + compile now, under these options
+    return f
+
+
+# ------------------------------------------------------------------ RNN (unrolled)
+def rnn_data(seed=0):
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((RNN_STEPS, BATCH, INPUTS)).astype(np.float32)
+    wx = (rng.standard_normal((INPUTS, HIDDEN)) * 0.1).astype(np.float32)
+    wh = (rng.standard_normal((HIDDEN, HIDDEN)) * 0.1).astype(np.float32)
+    return xs, wx, wh, np.zeros(HIDDEN, np.float32)
+
+
+def rnn_numpy_grad(xs, wx, wh, b):
+    h = np.zeros((BATCH, HIDDEN), np.float32)
+    hs = [h]
+    for t in range(RNN_STEPS):
+        h = np.tanh(xs[t] @ wx + h @ wh + b)
+        hs.append(h)
+    dh = np.ones_like(h)
+    dwx, dwh, db = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
+    for t in range(RNN_STEPS - 1, -1, -1):
+        dz = dh * (1 - hs[t + 1] ** 2)
+        dwx += xs[t].T @ dz
+        dwh += hs[t].T @ dz
+        db += dz.sum(0)
+        dh = dz @ wh.T
+    return dwx, dwh, db
+
+
+def rnn_step(xs, wx, wh, b):
+    with ek.GradientTape() as tape:
+        tape.watch([wx, wh, b])
+        h = ek.zeros((BATCH, HIDDEN))
+        for t in range(RNN_STEPS):
+            h = ek.tanh(ek.matmul(xs[t], wx) + ek.matmul(h, wh) + b)
+        loss = ek.reduce_sum(h)
+    return tape.gradient(loss, [wx, wh, b])
+
+
+# ------------------------------------------------------------------ peak memory (subprocess)
+def _memory_child(mode: str, workload: str) -> dict:
+    import resource
+    import tracemalloc
+    x_np = np.random.default_rng(0).standard_normal(MEM_N).astype(np.float32)
+    fn = (lambda ops, x: chain_n(ops, x)) if workload == "chain" else expr
+    if mode == "numpy":
+        run = lambda: fn(np, x_np)  # noqa: E731
+    else:
+        x = ek.constant(x_np)
+        small = ek.constant(x_np[:1024])
+        opts = {"enabled": mode != "unfused", "threads": 1}
+        f = function(lambda t: fn(ek, t))
+        with fusion.options(**opts):
+            f(small)                # warm up the library code paths on a small input (another trace)
+        f2 = function(lambda t: fn(ek, t))
+        with fusion.options(**opts):
+            f2.get_concrete_function(x)
+        run = lambda: f2(x)  # noqa: E731
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    tracemalloc.start()
+    res = run()
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    del res
+    return {"tracemalloc_mb": peak / 2**20, "rss_growth_mb": (rss1 - rss0) / 1024}
+
+
+def memory_rows() -> list:
+    rows = []
+    array_mb = MEM_N * 4 / 2**20
+    for workload, label in (("chain", f"{MEM_CHAIN}-op chain"), ("expr", "(tanh(2x+1)(2x+1)-x)^2+3")):
+        for mode in ("numpy", "unfused", "fused"):
+            out = subprocess.run([sys.executable, "-m", "benchmarks.bench_fusion", "--memory-child", mode, workload],
+                                 capture_output=True, text=True, check=True)
+            r = json.loads(out.stdout.strip().splitlines()[-1])
+            rows.append((label, mode, r["tracemalloc_mb"], r["tracemalloc_mb"] / array_mb, r["rss_growth_mb"]))
+    return rows
+
+
+def memory_table(rows) -> str:
+    lines = [f"| workload (8M f32, {MEM_N * 4 / 2**20:.1f} MB/array) | variant | tracemalloc peak | arrays | "
+             f"peak RSS growth |", "|---|---|---|---|---|"]
+    for label, mode, mb, arrays, rss in rows:
+        lines.append(f"| {label} | {mode} | {mb:7.1f} MB | {arrays:4.2f} | {rss:7.1f} MB |")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ timing rows
+def _row(workload, variant, fn, baseline, rounds, note="") -> Row:
+    t, b = paired(fn, baseline, rounds=rounds)
+    return Row(workload, variant, t, b, note)
+
+
+def rows(quick: bool = False) -> list:
+    rounds = 5 if quick else 11
+    out = []
+    x_np = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    x = ek.constant(x_np)
+    for label, opts in (("@function, unfused", {"enabled": False}),
+                        ("@function, fused", {}),
+                        ("@function, fused numpy-only", {"numexpr": False})):
+        f = _compiled(lambda t: chain50(ek, t), (x,), **opts)
+        out.append(_row("50-op chain, 4x4 f32", label, lambda: f(x), lambda: chain50_numpy(x_np), rounds))
+
+    xb_np = np.random.default_rng(0).standard_normal(BIG).astype(np.float32)
+    xb = ek.constant(xb_np)
+    for label, opts in (("@function, unfused", {"enabled": False}),
+                        ("@function, fused", {}),
+                        ("@function, fused 1 thread", {"threads": 1})):
+        f = _compiled(lambda t: expr(ek, t), (xb,), **opts)
+        r = _row("(tanh(2x+1)(2x+1)-x)^2+3, 2M f32", label, lambda: f(xb), lambda: expr(np, xb_np), rounds)
+        k = [s.kernel for s in f.get_concrete_function(xb)._plan.steps if s.op.type == "FusedElementwise"]
+        if k and getattr(k[0], "chosen_label", None):
+            r.note = f"autotuned: {k[0].chosen_label}"
+        out.append(r)
+
+    from benchmarks.bench_tracing import mlp_train_step
+    xm, ym, params = mlp_data()
+    np_params = list(params)
+    xt, yt = ek.constant(xm), ek.constant(ym)
+    for label, opts in (("@function, unfused", {"enabled": False}), ("@function, fused", {})):
+        variables = [ek.Variable(p) for p in params]
+        step = mlp_train_step(variables, ek.optimizers.SGD(0.1))
+        with fusion.options(**opts):
+            step(xt, yt)
+        out.append(_row("MLP 784-256-10 step, batch 64", label, lambda: step(xt, yt),
+                        lambda: mlp_step_numpy(np_params, xm, ym), rounds))
+
+    xs, wx, wh, b = rnn_data()
+    args = [ek.constant(v) for v in (xs, wx, wh, b)]
+    want = rnn_numpy_grad(xs, wx, wh, b)
+    for label, opts in (("@function, unfused", {"enabled": False}), ("@function, fused", {})):
+        f = _compiled(rnn_step, args, **opts)
+        for got, w in zip(f(*args), want):
+            assert np.allclose(got.numpy(), w, rtol=1e-3, atol=1e-3)
+        out.append(_row(f"tanh RNN {RNN_STEPS} steps unrolled, fwd+grad", label, lambda: f(*args),
+                        lambda: rnn_numpy_grad(xs, wx, wh, b), rounds))
+    return out
+
+
+def main(argv) -> None:
+    if len(argv) >= 4 and argv[1] == "--memory-child":
+        print(json.dumps(_memory_child(argv[2], argv[3])))
+        return
+    quick = "--quick" in argv
+    print(table(rows(quick)))
+    print()
+    print(memory_table(memory_rows()))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
