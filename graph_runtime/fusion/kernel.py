@@ -185,7 +185,7 @@ def shared_kernel(program, input_shapes: tuple, opts: FusionOptions) -> Callable
     An unrolled loop produces many identical groups; sharing one generated function (instead of
     one per group) generates code once and keeps the interpreter's caches warm.
     """
-    key = (program.signature(), input_shapes, opts)
+    key = (program.signature(), input_shapes, opts, numexpr_backend.available())
     fn = _SHARED.get(key)
     if fn is None:
         fn = build_for_shapes(program, input_shapes, opts)
