@@ -9,6 +9,7 @@
 - `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
   compiled (per run-time shape when static shapes are unknown); thread autotuning.
 - `options.py`: process-wide settings (`options(enabled=False)` etc.).
+- `codec.py`: GraphDef encoding of the `program` attr (optimized graphs export).
 
 The graph pass itself is `graph_runtime/passes/fusion.py` (pass name "fusion").
 
@@ -19,6 +20,7 @@ from .program import Program, ProgramBuilder, interpret
 from .groups import Group, find_groups, fusible_reason
 from .kernel import FUSED_ELEMENTWISE, make_kernel, build_for_shapes, plan_strategy
 from . import numexpr_backend
+from . import codec  # noqa: F401 (registers the GraphDef codec of `Program`)
 
 __all__ = ["FusionOptions", "get_options", "set_options", "options", "Program", "ProgramBuilder", "interpret",
            "Group", "find_groups", "fusible_reason", "FUSED_ELEMENTWISE", "make_kernel", "build_for_shapes",

@@ -67,6 +67,7 @@ class Program:
     static_shapes: dict        # slot -> static shape tuple (None dims) or None (unknown rank)
     dtypes: dict               # slot -> np.dtype
     members: tuple = ()        # (source op name, op type) of every fused op, in order
+    sources: tuple = ()        # (op type, attrs, arg slots, out dtype name, name) per fused op (codec.py)
     cache: dict = field(default_factory=dict, repr=False)   # kernels by concrete input shapes (kernel.py)
 
     # -- shapes --------------------------------------------------------------------------------
@@ -180,6 +181,7 @@ class ProgramBuilder:
         self.dtypes: dict = {}
         self.shapes: dict = {}
         self._source = ("", "")
+        self.sources: list = []
 
     def _slot(self, dtype, shape) -> int:
         s = self.n
@@ -222,6 +224,7 @@ class ProgramBuilder:
     def add_op(self, opdef, attrs: dict, arg_slots: list, out_dtype, name: str) -> int:
         """Append the instructions for one graph op; returns the slot of its result."""
         self._source = (name, opdef.name)
+        self.sources.append((opdef.name, dict(attrs), tuple(arg_slots), np.dtype(out_dtype).name, name))
         kind = kind_of(opdef)
         if kind == "alias":
             return arg_slots[0]
@@ -234,7 +237,7 @@ class ProgramBuilder:
     def finish(self, outputs: list, out_dtypes: list, members: list) -> Program:
         return Program(self.n, tuple(self.input_slots), tuple(self.in_dtypes), dict(self.consts),
                        tuple(self.instrs), tuple(outputs), tuple(out_dtypes), dict(self.shapes), dict(self.dtypes),
-                       tuple(members))
+                       tuple(members), tuple(self.sources))
 
 
 def program_static_size(program: Program) -> Optional[int]:

@@ -272,3 +272,21 @@ def test_two_groups_never_feed_each_other():
     assert len(kept) == 1 and order is not None
     ref, got, _, _ = fused_and_reference(g, {x: _rand((3, 4))}, [u, a, b], numexpr=False)
     assert_bitwise(ref, got)
+
+
+def test_optimized_graph_exports_to_graph_def():
+    import json
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3, None), name="x")
+        y = ek.cast(ek.nn.relu(ek.sigmoid(x) - 0.5), ek.float64) * 2.0
+    out, _ = optimize(g, ["x", y.name], passes=["fusion"])
+    g2 = gr.Graph()
+    with g2.as_default():
+        gr.import_graph_def(json.loads(json.dumps(out.as_graph_def())), name="")
+    g2.verify()
+    xv = _rand((3, 5))
+    p1 = gr.compile_plan(g, [x], [y])
+    p2 = gr.compile_plan(g2, [g2.get_tensor_by_name("x:0")], [g2.get_tensor_by_name(y.name)])
+    assert_bitwise(p1(xv), p2(xv))
+    assert [o.type for o in g2.get_operations()].count("FusedElementwise") == 1
