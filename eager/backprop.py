@@ -41,7 +41,8 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
             continue
         if len(out_grads) > 1:
             out_grads = [g if g is not None else _a.zeros_like(o) for g, o in zip(out_grads, e.outputs)]
-        in_grads = e.opdef.grad(e, *out_grads)
+        skip = frozenset(i for i, x in enumerate(e.inputs) if id(x) not in reach or id(x) in stop_keys)
+        in_grads = e.opdef.grad(GradView(e, skip) if skip else e, *out_grads)
         if len(in_grads) != len(e.inputs):
             raise InvalidArgumentError(
                 f"gradient rule of {e.opdef.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
@@ -59,6 +60,23 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
                 acc = g if acc is None else _m.add(acc, g)
         results.append(acc)
     return results
+
+
+class GradView:
+    """An op as a gradient rule sees it, plus `skip_input_indices`: inputs whose gradient nobody needs.
+
+    Rules may use it to avoid computing unneeded terms (as TensorFlow's MatMul
+    gradient does); every other attribute is the op's own.
+    """
+
+    __slots__ = ("_op", "skip_input_indices")
+
+    def __init__(self, op, skip):
+        self._op = op
+        self.skip_input_indices = skip
+
+    def __getattr__(self, name):
+        return getattr(self._op, name)
 
 
 def _accumulate(grads, key, g, _m):

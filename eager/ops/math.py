@@ -433,16 +433,21 @@ def _infer_matmul(specs, attrs):
 def _g_matmul(op, dy):
     a, b = op.inputs
     ta, tb = op.get_attr("transpose_a"), op.get_attr("transpose_b")
-    if not ta and not tb:
-        da, db = matmul(dy, b, transpose_b=True), matmul(a, dy, transpose_a=True)
-    elif ta and not tb:
-        da, db = matmul(b, dy, transpose_b=True), matmul(a, dy)
-    elif not ta and tb:
-        da, db = matmul(dy, b), matmul(dy, a, transpose_a=True)
-    else:
-        da, db = matmul(b, dy, transpose_a=True, transpose_b=True), matmul(dy, a, transpose_a=True,
-                                                                            transpose_b=True)
-    return [sum_to_like(da, a), sum_to_like(db, b)]
+    skip = getattr(op, "skip_input_indices", ())
+    da = db = None
+    if 0 not in skip:
+        if not ta:
+            da = matmul(dy, b, transpose_b=not tb)
+        else:
+            da = matmul(b, dy, transpose_a=tb, transpose_b=True)
+        da = sum_to_like(da, a)
+    if 1 not in skip:
+        if not tb:
+            db = matmul(a, dy, transpose_a=not ta)
+        else:
+            db = matmul(dy, a, transpose_a=True, transpose_b=ta)
+        db = sum_to_like(db, b)
+    return [da, db]
 
 
 MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul)
