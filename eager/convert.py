@@ -41,6 +41,9 @@ def _contains_strings(value) -> bool:
 def to_array(value, dtype=None):
     """Convert a Python or NumPy value to a NumPy array (or scalar) of the right dtype."""
     dt = None if dtype is None else as_dtype(dtype)
+    if dt is not None and type(value) in (int, float) and (dt.is_floating or (type(value) is int and dt.is_integer
+                                                                              and dt.min <= value <= dt.max)):
+        return np.array(value, dtype=dt.as_numpy_dtype)   # fast path: a Python number that fits
     if isinstance(value, Tensor):
         value = value._python_value("constant")
     if isinstance(value, (np.ndarray, np.generic)):

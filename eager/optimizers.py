@@ -14,6 +14,9 @@ from .ops.array import zeros_like
 from .variables import Variable
 
 
+_ONE_INT64 = constant(1, "int64")   # the step-counter increment (eager; graphs stage their own Const)
+
+
 class Optimizer:
     def __init__(self, learning_rate, name):
         self.learning_rate = learning_rate
@@ -56,7 +59,7 @@ class Optimizer:
                 raise InvalidArgumentError(f"apply_gradients expects (gradient, Variable) pairs, got "
                                            f"{type(v).__name__}")
         updates = [self._apply(g, v) for g, v in pairs if g is not None]
-        it = self._iterations().assign_add(constant(1, "int64"))
+        it = self._iterations().assign_add(_ONE_INT64 if _context.executing_eagerly() else constant(1, "int64"))
         return updates + [it]
 
     def minimize(self, loss, var_list, tape):
