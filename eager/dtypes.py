@@ -98,6 +98,8 @@ def as_dtype(value) -> DType:
     """Return the DType for a DType, a name, a NumPy dtype/type or a Python type."""
     if isinstance(value, DType):
         return value
+    if value is None:
+        raise TypeError("a dtype is required here, got None")
     if isinstance(value, str):
         d = _BY_NAME.get(value)
         if d is None:

@@ -53,12 +53,20 @@ def infer_same(specs, attrs):
     return [Spec(specs[0].shape, specs[0].dtype)]
 
 
+def _check_dtypes_match(specs, opname):
+    if specs[0].dtype is not specs[1].dtype:
+        raise InvalidArgumentError(f"{opname}: operands have different dtypes ({specs[0].dtype.name} and "
+                                   f"{specs[1].dtype.name}); graphjit does not promote dtypes", op_name=opname)
+
+
 def infer_broadcast(specs, attrs, opname="binary op"):
+    _check_dtypes_match(specs, opname)
     return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape, opname), specs[0].dtype)]
 
 
-def infer_broadcast_bool(specs, attrs):
-    return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape), bool_)]
+def infer_broadcast_bool(specs, attrs, opname="comparison"):
+    _check_dtypes_match(specs, opname)
+    return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape, opname), bool_)]
 
 
 def infer_broadcast_n(specs, attrs):

@@ -300,7 +300,8 @@ def is_finite(x, name=None):
 
 # ------------------------------------------------------------------ comparisons and logic
 def _cmp(name, fn):
-    return op(name, fn, infer_broadcast_bool, elementwise=True, numpy_ufunc=fn)
+    return op(name, fn, lambda specs, attrs: infer_broadcast_bool(specs, attrs, name), elementwise=True,
+              numpy_ufunc=fn)
 
 
 EQUAL = _cmp("Equal", np.equal)

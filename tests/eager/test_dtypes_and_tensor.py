@@ -113,3 +113,14 @@ def test_executing_eagerly():
 def test_scalar_repr_like_tensorflow():
     assert repr(ek.constant(54.0)) == "<Tensor: shape=(), dtype=float32, numpy=54.0>"
     assert repr(ek.constant(3)) == "<Tensor: shape=(), dtype=int32, numpy=3>"
+
+
+def test_static_inference_rejects_mixed_dtypes_and_missing_dtype():
+    # what graph building and GraphDef import rely on when no Python wrapper checked the operands
+    from eager.registry import Spec, get
+    with pytest.raises(InvalidArgumentError, match=r"AddV2.*float32 and int32"):
+        get("AddV2").infer([Spec((2,), ek.float32), Spec((2,), ek.int32)], {})
+    with pytest.raises(InvalidArgumentError, match=r"Less.*float32 and float64"):
+        get("Less").infer([Spec((2,), ek.float32), Spec((2,), ek.float64)], {})
+    with pytest.raises(TypeError, match="dtype is required"):
+        ek.as_dtype(None)
