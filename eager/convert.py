@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 
 from . import context as _context
-from .dtypes import as_dtype, dtype_of_array, string, float32, int32, int64
+from .dtypes import as_dtype, dtype_of_array, string
 from .errors import InvalidArgumentError
 from .tensor import Tensor
 

@@ -7,6 +7,7 @@ tensors inherit them, so the same expression builds graph nodes.
 """
 from __future__ import annotations
 
+from .ops import linalg as _linalg
 from .ops import math as _m
 from .tensor import Tensor
 from .variables import Variable
@@ -41,7 +42,7 @@ _OPERATORS = {
     "__floordiv__": _m.floordiv, "__rfloordiv__": _r(_m.floordiv),
     "__mod__": _m.floormod, "__rmod__": _r(_m.floormod),
     "__pow__": _m.pow, "__rpow__": _r(_m.pow),
-    "__matmul__": _m.matmul, "__rmatmul__": _r(_m.matmul),
+    "__matmul__": _linalg.matmul, "__rmatmul__": _r(_linalg.matmul),
     "__lt__": _m.less, "__le__": _m.less_equal, "__gt__": _m.greater, "__ge__": _m.greater_equal,
     "__eq__": _m.equal, "__ne__": _m.not_equal,
     "__and__": _and, "__rand__": _r(_and), "__or__": _or, "__ror__": _r(_or),

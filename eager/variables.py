@@ -15,7 +15,7 @@ import itertools
 import numpy as np
 
 from . import context as _context
-from .convert import convert_to_tensor, constant, to_array
+from .convert import convert_to_tensor, constant
 from .dispatch import execute
 from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError

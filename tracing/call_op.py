@@ -17,7 +17,6 @@ import threading
 import eager as ek
 from eager.dispatch import execute
 from eager.registry import Spec, op
-from eager.tensor import Tensor
 from graph_runtime import placeholder
 from graph_runtime.compiler import compile_plan
 from graph_runtime.gradients import gradients

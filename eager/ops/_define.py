@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import context as _context
-from ..convert import constant, convert_to_tensor, operand
+from ..convert import convert_to_tensor, operand
 from ..dispatch import execute
 from ..dtypes import as_dtype, bool_
 from ..errors import InvalidArgumentError

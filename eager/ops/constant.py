@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..dispatch import execute
 from ..dtypes import dtype_of_array
 from ..registry import Spec, op
-from ._define import EMPTY, call_unary, infer_same
+from ._define import call_unary, infer_same
 
 __all__ = ["identity", "stop_gradient"]
 

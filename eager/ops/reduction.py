@@ -12,10 +12,10 @@ import numpy as np
 
 from ..convert import convert_to_tensor
 from ..dispatch import execute
-from ..dtypes import bool_, int32, int64, as_dtype
+from ..dtypes import bool_, int64, as_dtype
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
-from ._define import EMPTY, as_attr_tuple
+from ._define import as_attr_tuple
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "reduce_logsumexp"]
