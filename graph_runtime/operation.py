@@ -60,7 +60,7 @@ class SourceLocation:
         return f"{os.path.basename(self.filename)}:{self.lineno}"
 
 
-def _is_internal(filename: str) -> bool:
+def is_framework_file(filename: str) -> bool:
     for p in _INTERNAL_PREFIXES:
         if filename.startswith(p):
             return True
@@ -77,7 +77,7 @@ def capture_user_frames(skip: int = 1) -> tuple:
     while f is not None and len(out) < _MAX_USER_FRAMES:
         code = f.f_code
         fn = code.co_filename
-        if not _is_internal(fn) and "contextlib" not in fn:
+        if not is_framework_file(fn) and "contextlib" not in fn:
             out.append(SourceLocation(fn, f.f_lineno, code.co_name))
         f = f.f_back
     return tuple(out)

@@ -16,9 +16,11 @@ import numpy as np
 
 import eager as ek
 from eager import tape_state as _tape_state
+from eager.errors import OpError
 from eager.tensor import Tensor
 from graph_runtime.graph import Graph
 from graph_runtime.compiler import compile_plan, prune
+from graph_runtime.operation import is_framework_file
 from graph_runtime import placeholder, SessionConfig
 from graph_runtime.optimizer_hook import optimize_for_run
 
@@ -222,6 +224,22 @@ def _make_acceptor(leaves, specs):
     return accepts
 
 
+def _at_user_line(exc, function_name):
+    """The same OpError, its message ending with the user's file:line where the failing op was built."""
+    where = None
+    tb = exc.__traceback__
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not is_framework_file(filename) and "contextlib" not in filename:
+            where = f"{filename}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    if where is None or where in exc.message:
+        return exc
+    new = type(exc)(f"{exc.message} (while tracing {function_name}, at {where})", exc.op_name)
+    new.__traceback__ = exc.__traceback__
+    return new
+
+
 def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     """Trace `function` for this call; returns (ConcreteFunction, created_variables)."""
     from .signature import describe
@@ -252,7 +270,10 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
         structure = [list(args), {kk: kwargs[kk] for kk in sorted(kwargs)}] if kwargs else list(args)
         rebuilt = ek.nest.pack_sequence_as(structure, new_leaves)
         call_args, call_kwargs = (rebuilt[0], rebuilt[1]) if kwargs else (rebuilt, {})
-        result = function._python_callable()(*call_args, **call_kwargs)
+        try:
+            result = function._python_callable()(*call_args, **call_kwargs)
+        except OpError as e:
+            raise _at_user_line(e, name) from None
         fetches, template = [], []
         out_leaves = ek.nest.flatten(result)
         for leaf in out_leaves:

@@ -277,3 +277,13 @@ def test_tape_outside_differentiates_variables_read_inside():
     np.testing.assert_allclose(gw.numpy(), ew.numpy(), rtol=1e-5)
     np.testing.assert_allclose(gb.numpy(), eb.numpy(), rtol=1e-5)
     assert model.experimental_get_tracing_count() == 1
+
+
+def test_trace_time_op_errors_name_the_user_line():
+    @function
+    def h(x):
+        s = ek.constant(0)
+        return ek.reduce_sum(x) > s   # float32 vs int32
+
+    with pytest.raises(ek.errors.InvalidArgumentError, match=r"while tracing h, at .*test_function_tracing.py:\d+"):
+        h(ek.constant([1.0]))
