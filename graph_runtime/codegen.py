@@ -19,18 +19,32 @@ each generated line to its step, so an exception raised by a kernel is
 attributed to its op at zero cost on the success path.  The source is
 registered with `linecache`, so tracebacks show the generated lines.
 
+Scalar arithmetic: a binary op whose kernel is one of NumPy's arithmetic or
+comparison ufuncs (`_OPERATORS`), on int/float values whose static shapes are
+all rank 0, is emitted as a Python operator (`r1 = r0 + s3`, rank-0 constants
+bound as NumPy scalars): NumPy's scalar fast path computes the same value of
+the same dtype as the ufunc, 15x faster (loop counters and conditions).
+
+The pieces are shared with generated While loops (control_flow/loop_plan.py):
+`Emitter` (closure bindings), `emit_steps` (the step lines of a plan over given
+registers), `return_items` (the expressions a plan returns), `build` (exec the
+source and fill the plan's fields).
+
 Imports `numpy` and `eager.variables` only.
 """
 from __future__ import annotations
 
 import itertools
 import linecache
+from typing import Callable
 
 import numpy as np
 
 from eager.variables import _read_kernel
 
 _counter = itertools.count()
+_OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.less: "<", np.less_equal: "<=",
+              np.greater: ">", np.greater_equal: ">=", np.equal: "==", np.not_equal: "!="}
 
 
 def _feed_check(i: int, tensor, dname: str) -> str:
@@ -48,102 +62,166 @@ def _feed_check(i: int, tensor, dname: str) -> str:
     return " or ".join(conds)
 
 
-def generate(plan, check_feeds: bool = True) -> None:
-    """Fill `plan.fn`, `plan.source`, `plan.line_to_step` and `plan.filename`."""
-    names: list = []            # closure variable names, in order
-    values: list = []
-    by_id: dict = {}
+class Emitter:
+    """Closure variables of one generated function: `bind(prefix, obj)` returns the name holding `obj`."""
 
-    def bind(prefix, obj, share=False):
+    def __init__(self):
+        self.names: list = []
+        self.values: list = []
+        self._by_id: dict = {}
+
+    def bind(self, prefix: str, obj, share: bool = False) -> str:
         if share:
-            hit = by_id.get(id(obj))
+            hit = self._by_id.get(id(obj))
             if hit is not None:
                 return hit
-        name = f"{prefix}{len(names)}"
-        names.append(name)
-        values.append(obj)
+        name = f"{prefix}{len(self.names)}"
+        self.names.append(name)
+        self.values.append(obj)
         if share:
-            by_id[id(obj)] = name
+            self._by_id[id(obj)] = name
         return name
 
-    n_feeds = len(plan.feeds)
-    reg = {i: f"r{i}" for i in range(n_feeds)}
-    for vid, value in plan.consts.items():
-        reg[vid] = bind("c", value)
-    free: list = []
-    next_reg = [n_feeds]
 
-    def alloc():
-        if free:
-            return free.pop()
-        r = f"r{next_reg[0]}"
-        next_reg[0] += 1
+class Registers:
+    """Register names `r<n>`: `alloc()` a free one (reused after release) or a new one."""
+
+    def __init__(self, first: int = 0):
+        self.free: list = []
+        self.next = first
+
+    def alloc(self) -> str:
+        if self.free:
+            return self.free.pop()
+        r = f"r{self.next}"
+        self.next += 1
         return r
 
-    body: list = []             # (text, step index or None)
-    if check_feeds:
-        for i, t in enumerate(plan.feeds):
-            cv = bind("cv", plan.converters[i])
-            dname = bind("_D", t.dtype.np_dtype)
-            body.append((f"if {_feed_check(i, t, dname)}: r{i} = {cv}(r{i})", None))
+
+def _scalar_operands(step) -> bool:
+    """True when `step` may be emitted as a Python operator (see the module docstring)."""
+    op = step.op
+    if step.attrs or len(step.inputs) != 2 or len(step.outputs) != 1:
+        return False
+    for t in list(op._inputs) + list(op._outputs[:1]):
+        if t._shape.rank != 0:
+            return False
+    ins = op._inputs
+    return all(t._dtype.is_numeric for t in ins) and ins[0]._dtype is ins[1]._dtype
+
+
+def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) -> list:
+    """The lines `(text, step index)` computing `plan`'s steps.
+
+    `reg` maps value ids to register names (feeds filled in by the caller; constants and results added
+    here); a register is released after its value's last use unless the value id is in `keep`.
+    """
     last_use = plan.last_use
     consts = plan.consts
+    for vid, value in consts.items():
+        if vid not in reg:
+            reg[vid] = em.bind("c", value)
+    scalars: dict = {}
+    lines: list = []
     for si, step in enumerate(plan.steps):
         if step.noop:
             continue
-        args = [reg[v] for v in step.inputs]
-        kname = bind("k", step.kernel, share=True)
-        args.extend(f"{k}={bind('a', v)}" for k, v in step.attrs.items())
-        call = f"{kname}({', '.join(args)})"
+        sym = _OPERATORS.get(step.kernel) if isinstance(step.kernel, np.ufunc) else None
+        if sym is not None and _scalar_operands(step):
+            a, b = [_scalar_reg(v, consts, reg, em, scalars) for v in step.inputs]
+            call = f"{a} {sym} {b}"
+        else:
+            args = [reg[v] for v in step.inputs]
+            kname = em.bind("k", step.kernel, share=True)
+            args.extend(f"{k}={em.bind('a', v)}" for k, v in step.attrs.items())
+            call = f"{kname}({', '.join(args)})"
         for v in dict.fromkeys(step.inputs):
-            if last_use.get(v) == si and v not in consts:
-                free.append(reg.pop(v))
+            if last_use.get(v) == si and v not in consts and v not in keep:
+                regs.free.append(reg.pop(v))
         targets = []
         for v in step.outputs:
             if v >= 0 and v in last_use:
-                reg[v] = alloc()
+                reg[v] = regs.alloc()
                 targets.append(reg[v])
             else:
                 targets.append("_")
         if not targets or all(t == "_" for t in targets):
-            body.append((call, si))
-        elif len(targets) == 1:
-            body.append((f"{targets[0]} = {call}", si))
+            lines.append((call, si))
         else:
-            body.append((f"{', '.join(targets)} = {call}", si))
+            lines.append((f"{', '.join(targets)} = {call}", si))
+    return lines
 
+
+def _scalar_reg(vid, consts, reg, em, scalars) -> str:
+    if vid not in consts:
+        return reg[vid]
+    hit = scalars.get(vid)
+    if hit is None:
+        hit = scalars[vid] = em.bind("s", np.asarray(consts[vid])[()])
+    return hit
+
+
+def return_items(plan, em: Emitter, reg: dict) -> list:
+    """The expression of each entry of `plan.returns`."""
     items = []
     for r in plan.returns:
         if r.kind == "value":
             items.append(reg[r.vid] + (".copy()" if r.copy else ""))
         elif r.kind == "var":
-            items.append(f"{bind('k', _read_kernel, share=True)}(var={bind('a', r.var)}).copy()")
+            items.append(f"{em.bind('k', _read_kernel, share=True)}(var={em.bind('a', r.var)}).copy()")
         else:
             items.append("None")
+    return items
+
+
+def build(plan, em: Emitter, signature: str, body: list, fn_name: str = "plan", indent: int = 2) -> Callable:
+    """Exec `def <fn_name>(<signature>): <body lines>` closed over `em`'s bindings; fill `plan`'s fields.
+
+    `body` holds `(text, step index or None)`; the text may hold leading spaces (deeper blocks).
+    Returns the function.
+    """
+    lines = ["def __make(__K):"]
+    if em.names:
+        lines.append(f"    {', '.join(em.names)}{',' if len(em.names) == 1 else ''} = __K")
+    lines.append(f"    def {fn_name}({signature}):")
+    line_to_step = {}
+    pad = "    " * indent
+    for text, si in body:
+        lines.append(pad + text)
+        if si is not None:
+            line_to_step[len(lines)] = si
+    lines.append(f"    return {fn_name}")
+    source = "\n".join(lines) + "\n"
+    filename = f"<graphjit-{fn_name}-{next(_counter)}>"
+    namespace = {"_nd": np.ndarray}
+    exec(compile(source, filename, "exec"), namespace)
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    fn = namespace["__make"](tuple(em.values))
+    plan.fn = fn
+    plan.source = source
+    plan.line_to_step = line_to_step
+    plan.filename = filename
+    return fn
+
+
+def generate(plan, check_feeds: bool = True) -> None:
+    """Fill `plan.fn`, `plan.source`, `plan.line_to_step` and `plan.filename`."""
+    em = Emitter()
+    n_feeds = len(plan.feeds)
+    reg = {i: f"r{i}" for i in range(n_feeds)}
+    body: list = []
+    if check_feeds:
+        for i, t in enumerate(plan.feeds):
+            cv = em.bind("cv", plan.converters[i])
+            dname = em.bind("_D", t.dtype.np_dtype)
+            body.append((f"if {_feed_check(i, t, dname)}: r{i} = {cv}(r{i})", None))
+    body.extend(emit_steps(plan, em, reg, Registers(n_feeds)))
+    items = return_items(plan, em, reg)
     if plan.container == "single":
         ret = f"return {items[0]}"
     elif plan.container == "list":
         ret = f"return [{', '.join(items)}]"
     else:
         ret = f"return ({', '.join(items)}{',' if len(items) == 1 else ''})"
-
-    lines = ["def __make(__K):"]
-    if names:
-        lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = __K")
-    lines.append(f"    def plan({', '.join(f'r{i}' for i in range(n_feeds))}):")
-    line_to_step = {}
-    for text, si in body:
-        lines.append("        " + text)
-        if si is not None:
-            line_to_step[len(lines)] = si
-    lines.append("        " + ret)
-    lines.append("    return plan")
-    source = "\n".join(lines) + "\n"
-    filename = f"<graphjit-plan-{next(_counter)}>"
-    namespace = {"_nd": np.ndarray}
-    exec(compile(source, filename, "exec"), namespace)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    plan.fn = namespace["__make"](tuple(values))
-    plan.source = source
-    plan.line_to_step = line_to_step
-    plan.filename = filename
+    body.append((ret, None))
+    build(plan, em, ", ".join(f"r{i}" for i in range(n_feeds)), body)
