@@ -12,7 +12,8 @@ built (eagerly they run Python).  Modules:
 - `structure`: flattening and the checks with their error messages;
 - `cond`, `while_loop`: the builders; `ops`: the op definitions, kernels and
   lowering; `plans`: compiled body plans;
-- `grad_state`, `grads`: gradients (VJP graphs, BranchGrad / WhileGrad ops);
+- `grad_state`, `vjp`, `grads`, `branch_grads`: gradients (VJP graphs; If/Case
+  gradients are Case ops over VJP graphs, so differentiable again; WhileGrad);
 - `codecs`: GraphDef export/import of body-graph attrs.
 
 Imports `eager` and `graph_runtime`.

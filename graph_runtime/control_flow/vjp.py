@@ -1,0 +1,77 @@
+"""VJP graphs of body graphs: the shared building block of the If/Case and While gradients.
+
+`build_vjp(body, targets, wrt_idx, name)` builds a `BodyGraph` whose explicit
+inputs are cotangents of `targets` (tensors of `body`: its outputs, or any
+intermediate a gradient needs) and whose results are the cotangents of the
+chosen body inputs.  It runs the registry's gradient rules
+(`eager.backprop.backprop`, the walk the tape uses) over the body's ops inside
+the new graph.  The rules use forward values: each forward body tensor they
+touch is *captured* by the VJP graph (`BodyGraph.capture`), so afterwards
+`vjp.captures` lists forward body tensors, each either an input of the body
+(fed with the matching input of the forward op) or an intermediate the forward
+op must save (`GradState.request`).  Nothing is recomputed.
+
+Imports `eager` and siblings.
+"""
+from __future__ import annotations
+
+from eager.backprop import backprop
+
+from .body_graph import BodyGraph, paused_tapes
+
+
+def build_vjp(body, targets: list, wrt_idx: list, name: str):
+    """The VJP graph of `body` for cotangents of `targets`; returns `(graph, grads)`.
+
+    `grads[k]` is the graph's tensor for the cotangent of `body.inputs[wrt_idx[k]]`, or None when that
+    input does not influence the targets.  The caller sets `graph.outputs` (see `finish_vjp`).
+    """
+    g = BodyGraph(name, body, hoist_reads=False, capture_eager_outside=False)
+    with paused_tapes(), g.as_default():
+        dys = [g.add_input(t.dtype, t.shape, "dy") for t in targets]
+        groups = [[id(body.inputs[j])] for j in wrt_idx]
+        grads = backprop(list(body._ops), list(targets), dys, groups)
+        grads = [None if x is None else g.capture(x) for x in grads]
+    return g, grads
+
+
+def finish_vjp(g, grads: list, body, wrt_idx: list, keep: list) -> None:
+    """Set `g.outputs`: for each k in `keep`, grads[k] or zeros like the forward input."""
+    from eager.ops.array import zeros_like
+    outs = []
+    with paused_tapes(), g.as_default():
+        for k in keep:
+            outs.append(grads[k] if grads[k] is not None else zeros_like(g.capture(body.inputs[wrt_idx[k]])))
+    g.outputs = outs
+
+
+def input_index(body, t):
+    """The position of `t` in `body.inputs`, or None."""
+    for j, x in enumerate(body.inputs):
+        if x is t:
+            return j
+    return None
+
+
+def feed_spec(g, body, state, body_index: int, cap_offset: int) -> tuple:
+    """How to feed each captured input of VJP graph `g`: (0, capture index) or (1, saved slot)."""
+    spec = []
+    for t in g.captures:
+        j = input_index(body, t)
+        if j is not None and j >= cap_offset:
+            spec.append((0, j - cap_offset))
+        else:
+            spec.append((1, state.request(body_index, t)))
+    state.active = True
+    return tuple(spec)
+
+
+def dys_for(op, dys, idx):
+    """`dys[i]` for i in `idx`, zeros like the op's output where missing."""
+    from eager.ops.array import zeros_like
+    return [dys[i] if dys[i] is not None else zeros_like(op.outputs[i]) for i in idx]
+
+
+def outer_graph_op(t):
+    """The graph op producing graph tensor `t` (the forward op of a variant input)."""
+    return t._op
