@@ -87,6 +87,7 @@ class Plan:
     line_to_step: dict = field(default_factory=dict)
     converters: list = field(default_factory=list)
     filename: str = ""
+    optimization_report: Any = None   # set by callers that optimized the graph first (body plans)
 
     def __call__(self, *feed_values):
         try:
@@ -169,10 +170,16 @@ class Plan:
 
 
 class LoweringContext:
-    """Handed to `OpDef.extra["lower"]` factories: compiles subgraph bodies (cached per graph)."""
+    """Handed to `OpDef.extra["lower"]` factories: compiles subgraph bodies (cached per graph).
 
-    def __init__(self):
+    `config` is the optimizer configuration of the plan being compiled (a `SessionConfig` or None for
+    the defaults); factories compile their bodies with it, so a Session's disabled passes apply inside
+    If/While/Case bodies too.
+    """
+
+    def __init__(self, config=None):
         self._cache: dict = {}
+        self.config = config
 
     def compile_function(self, graph, inputs, outputs, targets=()) -> Plan:
         key = (id(graph), tuple(id(t) for t in inputs), tuple(id(t) for t in outputs),
@@ -220,14 +227,15 @@ def _unfed_placeholder_error(op) -> InvalidArgumentError:
 
 # ------------------------------------------------------------------ compile
 def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=None,
-                 check_feeds: bool = True) -> Plan:
+                 check_feeds: bool = True, config=None) -> Plan:
     """Compile a replayable plan.
 
     `feeds`: graph tensors given positionally at call time.  `fetches`: graph
     tensors whose values are returned (duplicates allowed).  `targets`: ops
     run for their effects.  `returns` (optional) overrides the result list with
     `ReturnItem`s (Session uses it for op targets -> None and variable reads);
-    `container` is "single", "list" or "tuple".
+    `container` is "single", "list" or "tuple".  `config` (a `SessionConfig` or None) is handed to
+    the lowering of ops holding bodies (`LoweringContext.config`).
     """
     from .codegen import generate
 
@@ -249,7 +257,7 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
     consts: dict = {}
     steps: list = []
     step_of_vid: dict = {}
-    lctx = LoweringContext()
+    lctx = LoweringContext(config)
     last_stateful = -1
     step_of_op: dict = {}
     for op in order:

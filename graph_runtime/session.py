@@ -204,7 +204,8 @@ class Session:
             items = [ReturnItem("value", tensor=run_graph.get_tensor_by_name(it.tensor.name))
                      if it.kind == "value" else it for it in items]
             tensors = [it.tensor for it in items if it.kind == "value"]
-        plan = compile_plan(run_graph, feeds, tensors, targets, container=container, returns=items)
+        plan = compile_plan(run_graph, feeds, tensors, targets, container=container, returns=items,
+                            config=self._config)
         runner = _Runner(plan, packer)
         if key is not None:
             if len(self._runners) >= _MAX_CACHED_RUNNERS:

@@ -20,9 +20,11 @@ iteration])`, so memory grows with the iteration count only for loops that are
 differentiated; for If/Case it is `(branch taken, saved values)`.
 
 Lowering (`OpDef.extra["lower"]`): the executor asks for a callable per op; it
-binds the bodies' plans once.  The While loop is a plain Python `while`
-calling the cond plan and the body plan: no recursion, no per-iteration
-allocation beyond the loop values themselves.
+binds the bodies' plans once (optimized, with the plan's `SessionConfig` from
+`LoweringContext.config`; see plans.py).  The While loop is one generated
+function (`loop_plan.py`): a plain Python `while` with the cond's and the
+body's kernel calls inlined; no recursion, no per-iteration allocation beyond
+the loop values themselves.
 
 Imports `eager` and siblings.
 """
@@ -33,6 +35,7 @@ from eager.registry import Spec, op
 
 from .grad_state import GradState
 from .grads import branch_grad, while_grad
+from .loop_plan import loop_plan
 from .plans import body_plan
 
 VARIANT = DType("variant", object)     # opaque value: not a user dtype, never fed or fetched by users
@@ -43,23 +46,15 @@ def _infer(specs, attrs):
 
 
 # ------------------------------------------------------------------ If / Case
-def _map_error(plans, exc):
-    for p in plans:
-        new = p.map_error(exc)
-        if new is not exc:
-            return new
-    return exc
-
-
-def _branch_runner(branches, state: GradState):
+def _branch_runner(branches, state: GradState, config=None):
     """`run(b, caps) -> outputs + (variant,)` with plans bound (recompiled if saves are added)."""
-    plain = [body_plan(g) for g in branches]
+    plain = [body_plan(g, (), config) for g in branches]
 
     def run(b, caps):
         saves = state.saves[b]
         if saves:
             saves = state.tensors(b, branches[b])
-            plan = body_plan(branches[b], tuple(saves))
+            plan = body_plan(branches[b], tuple(saves), config)
             try:
                 outs = plan.fn(*caps)
             except Exception as e:
@@ -79,7 +74,8 @@ def _if_kernel(pred, *caps, then_branch, else_branch, grad_state, **_):
 
 
 def _lower_if(op, ctx):
-    run = _branch_runner((op._attrs["then_branch"], op._attrs["else_branch"]), op._attrs["grad_state"])
+    run = _branch_runner((op._attrs["then_branch"], op._attrs["else_branch"]), op._attrs["grad_state"],
+                         getattr(ctx, "config", None))
 
     def if_(pred, *caps):
         return run(0 if pred else 1, caps)
@@ -99,7 +95,7 @@ def _case_kernel(index, *caps, branches, has_default, grad_state, **_):
 
 def _lower_case(op, ctx):
     branches, has_default = op._attrs["branches"], op._attrs["has_default"]
-    run = _branch_runner(branches, op._attrs["grad_state"])
+    run = _branch_runner(branches, op._attrs["grad_state"], getattr(ctx, "config", None))
     n = len(branches)
 
     def case(index, *caps):
@@ -108,37 +104,17 @@ def _lower_case(op, ctx):
 
 
 # ------------------------------------------------------------------ While
-def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState):
-    cond_plan = body_plan(cond_g)
-    plain_plan = body_plan(body_g)
+def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, config=None):
+    """`run(*loop_vars, [maximum_iterations,] *captures) -> loop_vars + (variant,)` (loop_plan.py)."""
+    plain = loop_plan(cond_g, body_g, n, has_max, (), config)
 
     def run(*args):
-        vals = args[:n]
-        limit = int(args[n]) if has_max else -1
-        caps = args[n + 1:] if has_max else args[n:]
-        active = state.active
-        bplan = body_plan(body_g, tuple(state.tensors(0, body_g))) if active else plain_plan
-        cfn, bfn = cond_plan.fn, bplan.fn
-        i = 0
+        plan = loop_plan(cond_g, body_g, n, has_max, tuple(state.tensors(0, body_g)), config) \
+            if state.active else plain
         try:
-            if active:
-                history = []
-                while (i < limit or limit < 0) and cfn(*vals, *caps)[0]:
-                    outs = bfn(*vals, *caps)
-                    history.append(outs[n:])
-                    vals = outs[:n]
-                    i += 1
-                return vals + ((i, history),)
-            if has_max:
-                while i < limit and cfn(*vals, *caps)[0]:
-                    vals = bfn(*vals, *caps)
-                    i += 1
-            else:
-                while cfn(*vals, *caps)[0]:
-                    vals = bfn(*vals, *caps)
+            return plan.fn(*args)
         except Exception as e:
-            raise _map_error((cond_plan, bplan), e) from None
-        return vals + (None,)
+            raise plan.map_error(e) from None
     return run
 
 
@@ -148,7 +124,8 @@ def _while_kernel(*args, cond, body, num_vars, has_max, grad_state, **_):
 
 def _lower_while(op, ctx):
     a = op._attrs
-    return _while_runner(a["cond"], a["body"], a["num_vars"], a["has_max"], a["grad_state"])
+    return _while_runner(a["cond"], a["body"], a["num_vars"], a["has_max"], a["grad_state"],
+                         getattr(ctx, "config", None))
 
 
 # ------------------------------------------------------------------ registration

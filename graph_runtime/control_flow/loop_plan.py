@@ -1,0 +1,102 @@
+"""A While op's whole loop as one generated function: cond and body steps inlined in a Python `while`.
+
+`loop_plan(cond_g, body_g, n, has_max, extra=(), config=None)` returns a
+`Plan` whose `fn(*loop_vars, [maximum_iterations,] *captures)` runs the loop
+and returns `loop_vars + (variant,)` (the While op's outputs).  The source is
+built from the cond and body plans (`plans.body_plan`, optimized unless
+`extra` is given) with the shared pieces of `graph_runtime.codegen`:
+
+    def loop(v0, v1, x0, x1, x2):
+        while True:
+            r0 = v0 < s1                      # cond steps
+            if not r0: break
+            r0 = k2(v1, x0, ...)              # body steps
+            ...
+            v0, v1 = r2, r0                   # the body's results are the next loop variables
+        return (v0, v1, None)
+
+so an iteration costs its kernel calls and nothing else: no plan calls, no
+argument tuples, no result tuples.  Loop variables live in `v*`, captures in
+`x*` (never overwritten); temporaries share one register pool.  With
+`has_max`, `i < limit` is checked before cond (zero iterations for a negative
+limit, as eagerly).  With `extra` (an active `GradState`: the body saves values
+for the gradient) each iteration appends the tuple of saved values to a
+history, and the variant output is `(iterations, history)`; otherwise it is
+None.
+
+Errors: the plan's `steps` are the cond's steps followed by the body's, and
+`line_to_step` maps each generated line to one of them, so `plan.map_error`
+names the failing body op exactly as the separate plans would.
+
+The plan is cached on the body graph (`plans.cached`), keyed by the cond
+graph, the saved tensors, `has_max` and the config.
+
+Imports `graph_runtime.codegen`, `graph_runtime.compiler` and siblings.
+"""
+from __future__ import annotations
+
+from ..codegen import Emitter, Registers, build, emit_steps, return_items
+from ..compiler import Plan
+from .plans import body_plan, cached, config_key
+
+
+def loop_plan(cond_g, body_g, n: int, has_max: bool, extra: tuple = (), config=None) -> Plan:
+    """The generated loop of a While op (see the module docstring); cached on `body_g`."""
+    key = ("loop", id(cond_g), tuple(id(t) for t in extra), bool(has_max), config_key(config))
+
+    def make():
+        cplan = body_plan(cond_g, (), config)
+        bplan = body_plan(body_g, tuple(extra), config)
+        return ((cond_g, tuple(extra)), _generate(cplan, bplan, n, has_max, bool(extra)))
+
+    return cached(body_g, key, make)
+
+
+def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, save: bool) -> Plan:
+    n_caps = len(cplan.feeds) - n
+    if len(bplan.feeds) != n + n_caps:
+        raise ValueError(f"While: cond takes {len(cplan.feeds)} inputs but body takes {len(bplan.feeds)}; both "
+                         f"take the loop variables and the same captures")
+    em = Emitter()
+    regs = Registers()
+    names = [f"v{j}" for j in range(n)] + [f"x{k}" for k in range(n_caps)]
+    inputs = {j: name for j, name in enumerate(names)}
+    signature = names[:n] + (["lim"] if has_max else []) + names[n:]
+    lines: list = []
+    if has_max:
+        lines.append(("lim = int(lim)", None))
+    if has_max or save:
+        lines.append(("i = 0", None))
+    if save:
+        lines.append(("hist = []", None))
+    lines.append(("while True:", None))
+    inner: list = []
+    if has_max:
+        inner.append(("if i >= lim: break", None))
+    # cond: every input is kept (the body reads them next)
+    creg = dict(inputs)
+    inner.extend(emit_steps(cplan, em, creg, regs, keep=frozenset(creg)))
+    cres = creg[cplan.returns[0].vid]
+    inner.append((f"if not {cres}: break", None))
+    if cres.startswith("r"):
+        regs.free.append(cres)
+    # body: loop variables may be overwritten once dead, captures never
+    breg = dict(inputs)
+    offset = len(cplan.steps)
+    body = emit_steps(bplan, em, breg, regs, keep=frozenset(range(n, n + n_caps)))
+    inner.extend((text, None if si is None else si + offset) for text, si in body)
+    items = return_items(bplan, em, breg)
+    if save:
+        saved = items[n:]
+        inner.append((f"hist.append(({', '.join(saved)}{',' if len(saved) == 1 else ''}))", None))
+    if n:
+        inner.append((f"{', '.join(names[:n])} = {', '.join(items[:n])}", None))
+    if has_max or save:
+        inner.append(("i += 1", None))
+    lines.extend(("    " + text, si) for text, si in inner)
+    variant = "(i, hist)" if save else "None"
+    lines.append((f"return ({''.join(v + ', ' for v in names[:n])}{variant},)", None))
+    plan = Plan(feeds=list(cplan.feeds), steps=list(cplan.steps) + list(bplan.steps), consts={}, returns=[],
+                container="tuple", n_values=0)
+    build(plan, em, ", ".join(signature), lines, fn_name="loop")
+    return plan
