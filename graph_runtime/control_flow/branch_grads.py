@@ -35,7 +35,7 @@ from eager.registry import Spec, op
 
 from .auto_deps import has_effects
 from .grad_state import GradState
-from .vjp import build_vjp, dys_for, finish_vjp, input_index
+from .vjp import build_vjp, dys_for, finish_vjp, forward_op, input_index
 
 
 def branches_of(attrs) -> tuple:
@@ -54,19 +54,19 @@ def branch_grad(op, *dys):
     cots = dys_for(op, dys, out_idx)
     branches = branches_of(a)
     targets = [[b.outputs[i] for i in out_idx] for b in branches]
-    return [None] + branch_vjp(op, targets, [cots] * len(branches))
+    return [None] + branch_vjp(a, op.outputs[-1], list(op.inputs[1:]), targets, [cots] * len(branches))
 
 
-def branch_vjp(fwd, targets: list, cotangents: list) -> list:
-    """Cotangents of the captures of If/Case op `fwd` (one per `fwd.inputs[1:]`, None where unconnected).
+def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) -> list:
+    """Cotangents of the captures `caps` of an If/Case op with attrs `a` (None where unconnected).
 
-    `targets[b]` are tensors of branch `b` (outputs or intermediates) and `cotangents[b]` the outer
-    tensors of their cotangents; only the branch that ran contributes.
+    `variant` and `caps` are the op's variant output and captures as seen where the gradient is built
+    (the tensors themselves, or placeholders capturing them).  `targets[b]` are tensors of branch `b`
+    (outputs or intermediates) and `cotangents[b]` the outer tensors of their cotangents; only the
+    branch that ran contributes.
     """
-    a = fwd.attrs
     branches = branches_of(a)
     state: GradState = a["grad_state"]
-    caps = list(fwd.inputs[1:])
     wrt = [j for j, c in enumerate(caps) if c.dtype.is_floating]
     result = [None] * len(caps)
     if not wrt:
@@ -90,7 +90,7 @@ def branch_vjp(fwd, targets: list, cotangents: list) -> list:
                 slots.append((b, state.request(b, t), t))
         feeds.append(m)
     state.active = True
-    index, saved = saved_values(fwd.outputs[-1], caps, slots)
+    index, saved = saved_values(variant, caps, slots)
 
     def outer(b, ref):
         kind, i = ref
@@ -163,7 +163,7 @@ def _saved_infer(specs, attrs):
 
 def _saved_grad(op, *dys):
     """Cotangents of the saved intermediates -> cotangents of the forward op's captures."""
-    fwd = op.inputs[0].op
+    fwd = forward_op(op.inputs[0])
     branches = branches_of(fwd.attrs)
     state: GradState = fwd.attrs["grad_state"]
     targets: list = [[] for _ in branches]
@@ -174,7 +174,7 @@ def _saved_grad(op, *dys):
             cots[b].append(d)
     if not any(targets):
         return [None] * len(op.inputs)
-    return [None] + branch_vjp(fwd, targets, cots)
+    return [None] + branch_vjp(fwd.attrs, op.inputs[0], list(op.inputs[1:]), targets, cots)
 
 
 SAVED_VALUES = op("CFSavedValues", _saved_kernel, _saved_infer, _saved_grad, num_outputs=-1,

@@ -15,8 +15,10 @@ repeated nor redrawn.
   iterations backwards with the VJP plan, carrying the loop variables'
   cotangents and summing the captures' cotangents.  `maximum_iterations` needs
   nothing special: the saved history has exactly the iterations that ran.
-  `WhileGrad` itself is not differentiable yet: its gradient rule raises
-  `UnimplementedError` naming the loop (never a silent None).
+  `WhileGrad` also takes the forward loop's inputs (unused by its kernel) and
+  optional per-iteration cotangents of body intermediates; its gradient
+  (`while_higher.py`) rewrites it as a While op over stacked saved values, so
+  higher derivatives through while_loop work too.
 
 Integer, bool and string values get no gradient (None).
 
@@ -24,64 +26,86 @@ Imports `eager` and siblings.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from eager.dispatch import execute
-from eager.errors import UnimplementedError
 from eager.registry import Spec, op
 
 from .branch_grads import branch_grad  # noqa: F401 - the If/Case gradient rule, registered by ops.py
 from .plans import body_plan
 from .vjp import build_vjp, dys_for, feed_spec, finish_vjp
+from .while_higher import while_grad_grad
 
 
 # ------------------------------------------------------------------ While
 def while_grad(op, *dys):
+    """Gradient rule of While / StatelessWhile."""
     a = op.attrs
-    n, has_max = a["num_vars"], a["has_max"]
+    n = a["num_vars"]
+    fvars = [i for i in range(n) if a["Tout"][i].is_floating]
+    if not fvars or all(dys[i] is None for i in fvars):
+        return [None] * len(op.inputs)
+    off = n + (1 if a["has_max"] else 0)
+    gv, gc = while_vjp(a, op.outputs[-1], list(op.inputs[:n]), list(op.inputs[off:]), dys_for(op, dys, fvars),
+                       [], [])
+    return gv + [None] * (off - n) + gc
+
+
+def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: list, extra_cots: list):
+    """Cotangents `(of the loop inputs v0, of the captures)` of a While op with attrs `a` (None where none).
+
+    `variant`, `v0`, `caps`: the op's variant output, loop inputs and captures as seen where the
+    gradient is built.  `dv`: cotangents of the float loop outputs (in order); `extra_targets`:
+    tensors of the loop body whose per-iteration cotangents are given too, as stacks `extra_cots`
+    (row t: iteration t).
+    """
+    n = a["num_vars"]
     body, state = a["body"], a["grad_state"]
-    caps = list(op.inputs[n + (1 if has_max else 0):])
     fvars = [i for i in range(n) if a["Tout"][i].is_floating]
     fcaps = [j for j, c in enumerate(caps) if c.dtype.is_floating]
-    result = [None] * len(op.inputs)
-    if not fvars:
-        return result
+    gv, gc = [None] * n, [None] * len(caps)
+    nf = len(fvars)
     wrt = fvars + [n + j for j in fcaps]
-    g, gr = build_vjp(body, [body.outputs[i] for i in fvars], wrt, f"{body.name}_grad")
-    keep = list(range(len(fvars))) + [len(fvars) + c for c in range(len(fcaps)) if gr[len(fvars) + c] is not None]
+    targets = [body.outputs[i] for i in fvars] + list(extra_targets)
+    g, gr = build_vjp(body, targets, wrt, f"{body.name}_grad")
+    keep = list(range(nf)) + [nf + c for c in range(len(fcaps)) if gr[nf + c] is not None]
+    if not keep:
+        return gv, gc
     finish_vjp(g, gr, body, wrt, keep)
     spec = feed_spec(g, body, state, 0, n)
-    cap_keep = [fcaps[k - len(fvars)] for k in keep[len(fvars):]]
-    attrs = {"vjp": g, "feeds": spec, "n_dy": len(fvars), "cap_index": tuple(cap_keep),
+    cap_keep = [fcaps[k - nf] for k in keep[nf:]]
+    attrs = {"vjp": g, "feeds": spec, "n_dy": nf, "n_extra": len(extra_targets), "n_caps": len(caps),
+             "cap_index": tuple(cap_keep),
              "Tout": tuple(a["Tout"][i] for i in fvars) + tuple(caps[j].dtype for j in cap_keep),
              "output_shapes": tuple(a["output_shapes"][i] for i in fvars) + tuple(caps[j].shape for j in cap_keep)}
-    outs = execute(WHILE_GRAD, (op.outputs[-1], *dys_for(op, dys, fvars), *caps), attrs)
+    outs = execute(WHILE_GRAD, (variant, *dv, *extra_cots, *caps, *v0), attrs)
     outs = outs if isinstance(outs, tuple) else (outs,)
     for i, o in zip(fvars, outs):
-        result[i] = o
-    off = n + (1 if has_max else 0)
-    for j, o in zip(cap_keep, outs[len(fvars):]):
-        result[off + j] = o
-    return result
+        gv[i] = o
+    for j, o in zip(cap_keep, outs[nf:]):
+        gc[j] = o
+    return gv, gc
 
 
-def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, **_):
+def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, n_extra=0, n_caps=None, **_):
     if variant is None:
         raise RuntimeError("WhileGrad: the forward While op saved no values (internal error: its gradient "
                            "state was not active when it ran)")
     n_iter, history = variant
-    dv, caps = rest[:n_dy], rest[n_dy:]
+    dv, ext = rest[:n_dy], rest[n_dy:n_dy + n_extra]
+    caps = rest[n_dy + n_extra:] if n_caps is None else rest[n_dy + n_extra:n_dy + n_extra + n_caps]
     plan = body_plan(vjp)
     fn = plan.fn
     capg = [None] * len(cap_index)
     try:
         for t in range(n_iter - 1, -1, -1):
             saved = history[t]
-            outs = fn(*dv, *[caps[i] if kind == 0 else saved[i] for kind, i in feeds])
+            outs = fn(*dv, *[e[t] for e in ext], *[caps[i] if kind == 0 else saved[i] for kind, i in feeds])
             dv = outs[:n_dy]
             for c, gv in enumerate(outs[n_dy:]):
                 capg[c] = gv if capg[c] is None else capg[c] + gv
     except Exception as e:
         raise plan.map_error(e) from None
-    import numpy as np
     capg = [np.zeros_like(caps[j]) if g is None else g for g, j in zip(capg, cap_index)]
     outs = tuple(dv) + tuple(capg)
     return outs[0] if len(outs) == 1 else outs    # a one-output op's kernel returns the bare value
@@ -91,19 +115,11 @@ def _infer_grad(specs, attrs):
     return [Spec(s.dims, d) for d, s in zip(attrs["Tout"], attrs["output_shapes"])]
 
 
-def _while_grad_grad(op, *dys):
-    fwd = op.inputs[0].op
-    raise UnimplementedError(
-        f"second-order gradient through while_loop '{fwd.name}' ({fwd.type}) is not supported: its gradient "
-        f"op WhileGrad is not differentiable. Workarounds: unroll the loop (a Python loop over a fixed "
-        f"range), or differentiate the inner gradient with respect to values the loop does not use",
-        op_name="WhileGrad")
-
-
 def _lower_while_grad(op, ctx):
     return lambda *args: _while_grad_kernel(*args, **op._attrs)
 
 
-WHILE_GRAD = op("WhileGrad", _while_grad_kernel, _infer_grad, _while_grad_grad, num_outputs=-1,
+WHILE_GRAD = op("WhileGrad", _while_grad_kernel, _infer_grad, while_grad_grad, num_outputs=-1,
                 extra={"lower": _lower_while_grad},
-                doc="Gradient of While: runs the VJP graph over the saved iterations in reverse.")
+                doc="Gradient of While: runs the VJP graph over the saved iterations in reverse "
+                    "(inputs: variant, cotangents, per-iteration cotangent stacks, captures, loop inputs).")

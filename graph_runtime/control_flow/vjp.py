@@ -72,6 +72,29 @@ def dys_for(op, dys, idx):
     return [dys[i] if dys[i] is not None else zeros_like(op.outputs[i]) for i in idx]
 
 
-def outer_graph_op(t):
-    """The graph op producing graph tensor `t` (the forward op of a variant input)."""
-    return t._op
+_CF_OPS = frozenset({"If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile"})
+
+
+def forward_op(variant):
+    """The If/Case/While op whose `variant` output `variant` stands for.
+
+    A gradient op's variant input is that output itself, or a placeholder of a
+    VJP graph capturing it (a gradient built inside another gradient), maybe
+    several levels deep; placeholders are followed to the tensors they capture.
+    """
+    t = variant
+    while True:
+        o = t.op
+        if o.type in _CF_OPS:
+            return o
+        outer = None
+        for src, ph in getattr(o.graph, "_capture_map", {}).values():
+            if ph is t:
+                outer = src
+                break
+        if outer is None or outer is t:
+            from eager.errors import UnimplementedError
+            raise UnimplementedError(f"cannot find the control-flow op behind the saved values {variant.name!r} "
+                                     f"(reached {o.type} {o.name!r}); this gradient cannot be differentiated "
+                                     f"again here")
+        t = outer

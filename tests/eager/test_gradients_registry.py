@@ -30,8 +30,10 @@ EXEMPT = {
        for name in ("If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile")},
     "CFSavedValues": "graph-only (unpacks an If/Case op's saved values for its gradient); second and third "
                      "derivatives checked numerically in tests/graph_runtime/test_control_flow_higher_order.py",
-    "WhileGrad": "graph-only gradient op of While; its own gradient is checked in "
-                 "tests/graph_runtime/test_control_flow_higher_order.py",
+    "WhileGrad": "graph-only gradient op of While; its own gradient (second/third derivatives through "
+                 "while_loop) is checked in tests/graph_runtime/test_control_flow_higher_order.py",
+    "CFSavedStacks": "graph-only (a While op's saved values, stacked, for higher-order gradients); checked in "
+                     "tests/graph_runtime/test_control_flow_higher_order.py",
 }
 
 
