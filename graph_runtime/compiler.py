@@ -16,7 +16,11 @@ Pipeline (all iterative, no recursion, linear in the number of ops):
    `lower(op, ctx) -> callable(*input_arrays) -> array | tuple`, where
    `ctx.compile_function(graph, inputs, outputs, targets=())` compiles a body
    graph into a `Plan` of its own (call it with the body's input arrays; it
-   returns a tuple of the output arrays).
+   returns a tuple of the output arrays).  An OpDef with
+   `extra["specialize"]` may replace its kernel for given attrs:
+   `specialize(attrs) -> callable(*input_arrays) | None` (a kernel with the
+   attrs already applied, e.g. `MatMul` without transposes is `np.matmul`;
+   None keeps the kernel); it must compute exactly what the kernel computes.
 4. last use of every value, then code generation (`codegen.py`): a Python
    function calling each kernel directly, reusing registers after a value's
    last use so memory is released as early as possible.
@@ -290,6 +294,10 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
             kernel, attrs = lower(op, lctx), {}
         else:
             kernel, attrs = op._opdef.kernel, op._attrs
+            special = op._opdef.extra.get("specialize")
+            fn = special(attrs) if special is not None else None
+            if fn is not None:
+                kernel, attrs = fn, {}
         deps = {step_of_vid[v] for v in ins if v in step_of_vid}
         deps.update(step_of_op[id(c)] for c in op._control_inputs if id(c) in step_of_op)
         if op._opdef.stateful and last_stateful >= 0:

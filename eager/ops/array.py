@@ -217,7 +217,18 @@ def _g_pack(op, dy):
     return list(unstack(dy, num=len(op.inputs), axis=op.get_attr("axis")))
 
 
-PACK = op("Pack", lambda *xs, axis: np.stack(xs, axis=axis), _infer_pack, _g_pack)
+def _pack0(*xs):
+    """Pack along axis 0; 0-d numeric inputs (index vectors, shapes) take one `np.array` call, not `np.stack`."""
+    for x in xs:
+        if getattr(x, "ndim", 1):
+            return np.stack(xs, axis=0)
+    if xs and xs[0].dtype.kind in "biuf":
+        return np.array(xs)          # inputs share one dtype (inference checks it): the result has it too
+    return np.stack(xs, axis=0)
+
+
+PACK = op("Pack", lambda *xs, axis: _pack0(*xs) if axis == 0 else np.stack(xs, axis=axis), _infer_pack, _g_pack,
+          extra={"specialize": lambda attrs: _pack0 if attrs["axis"] == 0 else None})
 
 
 def stack(values, axis=0, name=None):

@@ -68,6 +68,8 @@ def _check_spec(n, rank, shape, attrs):
 
 
 def _ss_kernel(x, begin, end, strides, **attrs):
+    if attrs == _INDEX_ATTRS and begin.shape == end.shape == strides.shape == (1,):
+        return _ss_index(x, begin, end, strides)     # x[i]: the common case (loop step inputs)
     b, e, s = begin.tolist(), end.tolist(), strides.tolist()
     idx = _index_tuple(b, e, s, **attrs)
     try:
@@ -76,6 +78,25 @@ def _ss_kernel(x, begin, end, strides, **attrs):
     except IndexError as err:
         raise InvalidArgumentError(f"StridedSlice: {err} (input shape {list(np.shape(x))}, begin {b}, end {e}, "
                                    f"strides {s})", op_name="StridedSlice") from None
+
+
+_INDEX_ATTRS = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 1}
+
+
+def _ss_index(x, begin, end, strides):
+    """StridedSlice with attrs `_INDEX_ATTRS` (`x[i]`): `x[begin[0]]`, as the general path computes it.
+
+    The executor calls it directly for such ops (`extra["specialize"]`: no attr keywords, no key tuple).
+    """
+    if begin.shape != (1,) or end.shape != (1,) or strides.shape != (1,):
+        return _ss_kernel(x, begin, end, strides, **_INDEX_ATTRS)
+    i = int(begin[0])
+    try:
+        out = x[i]
+    except IndexError as err:
+        raise InvalidArgumentError(f"StridedSlice: {err} (input shape {list(np.shape(x))}, begin {[i]}, end "
+                                   f"{end.tolist()}, strides {strides.tolist()})", op_name="StridedSlice") from None
+    return out if x.dtype != object or isinstance(out, np.ndarray) else np.array(out, dtype=object)
 
 
 def _slice_len(d, start, stop, step):
@@ -158,7 +179,8 @@ def _g_ss_grad(op, g):
     return [None, None, None, None, execute(STRIDED_SLICE, (g, b, e, s), attrs)]
 
 
-STRIDED_SLICE = op("StridedSlice", _ss_kernel, _infer_ss, _g_ss)
+STRIDED_SLICE = op("StridedSlice", _ss_kernel, _infer_ss, _g_ss,
+                   extra={"specialize": lambda attrs: _ss_index if attrs == _INDEX_ATTRS else None})
 STRIDED_SLICE_GRAD = op("StridedSliceGrad", _ss_grad_kernel, _infer_ss_grad, _g_ss_grad)
 
 
