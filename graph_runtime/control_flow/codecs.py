@@ -1,4 +1,9 @@
-"""GraphDef codecs for control-flow attrs: `GradState` (body graphs use GR's `graph` codec).
+"""GraphDef codecs for control-flow attrs: `GradState`, the `variant` dtype (body graphs use GR's `graph` codec).
+
+The `variant` dtype (ops.VARIANT) appears in attrs of gradient graphs: a VJP
+graph captures the variant output of an If/While nested in the body it
+differentiates, as a placeholder of that dtype.  It is stored as the tag
+`cf_variant` (the `dtype` codec knows only user dtypes).
 
 A `GradState` is stored as `{"active": bool, "saves": [[tensor name, ...] per body]}`;
 decoding keeps the names, which `GradState.tensors` resolves in the (decoded)
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 from ..attr_codecs import register_attr_codec
 from .grad_state import GradState
+from .ops import VARIANT
 
 
 def _encode(state: GradState, ctx) -> dict:
@@ -24,3 +30,4 @@ def _decode(data, ctx) -> GradState:
 
 
 register_attr_codec("cf_grad_state", GradState, _encode, _decode)
+register_attr_codec("cf_variant", lambda v: v is VARIANT, lambda v, ctx: "variant", lambda d, ctx: VARIANT)

@@ -91,10 +91,16 @@ def while_grad_grad(op, *dys):
             cots.append(d)
     groups, seen = [], set()
     for x in ins:                    # a tensor passed twice (a loop input also captured) is one source
-        groups.append([] if id(x) in seen else [id(x)])
-        seen.add(id(x))
+        k = id(_here(graph, x))      # the expression's ops use captured copies inside a body graph
+        groups.append([] if k in seen else [k])
+        seen.add(k)
     grads = backprop(list(graph._ops[start:]), targets, cots, groups)
     return [None] + grads[1:]
+
+
+def _here(graph, t):
+    """`t` as the ops built in `graph` see it (captured when it belongs to an enclosing graph)."""
+    return t if t.graph is graph else graph.capture(t)
 
 
 def call_graph(g, args: list, out_specs: list):
