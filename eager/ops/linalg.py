@@ -68,7 +68,8 @@ def _g_matmul(op, dy):
     return [da, db]
 
 
-MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul)
+MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,   # no transposes: the kernel is np.matmul
+            extra={"specialize": lambda a: None if a.get("transpose_a") or a.get("transpose_b") else np.matmul})
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):

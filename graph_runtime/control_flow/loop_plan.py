@@ -89,8 +89,9 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, save: bool) -> Pl
     if save:
         saved = items[n:]
         inner.append((f"hist.append(({', '.join(saved)}{',' if len(saved) == 1 else ''}))", None))
-    if n:
-        inner.append((f"{', '.join(names[:n])} = {', '.join(items[:n])}", None))
+    moved = [(v, item) for v, item in zip(names[:n], items[:n]) if v != item]
+    if moved:
+        inner.append((f"{', '.join(v for v, _ in moved)} = {', '.join(item for _, item in moved)}", None))
     if has_max or save:
         inner.append(("i += 1", None))
     lines.extend(("    " + text, si) for text, si in inner)
