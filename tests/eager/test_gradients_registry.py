@@ -28,6 +28,8 @@ EXEMPT = {
     **{name: "functional control flow exists only in graphs (eagerly cond/while_loop/switch_case run Python); "
              "gradients checked numerically in tests/graph_runtime/test_control_flow_gradients.py"
        for name in ("If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile")},
+    "PartitionedCallGrad": "backward op of a traced function call; its gradient (nested tapes around @function "
+                           "calls) is checked numerically in tests/tracing/test_higher_order.py",
     "CFSavedValues": "graph-only (unpacks an If/Case op's saved values for its gradient); second and third "
                      "derivatives checked numerically in tests/graph_runtime/test_control_flow_higher_order.py",
     "WhileGrad": "graph-only gradient op of While; its own gradient (second/third derivatives through "
