@@ -20,10 +20,13 @@ attributed to its op at zero cost on the success path.  The source is
 registered with `linecache`, so tracebacks show the generated lines.
 
 Scalar arithmetic: a binary op whose kernel is one of NumPy's arithmetic or
-comparison ufuncs (`_OPERATORS`), on int/float values whose static shapes are
-all rank 0, is emitted as a Python operator (`r1 = r0 + s3`, rank-0 constants
-bound as NumPy scalars): NumPy's scalar fast path computes the same value of
-the same dtype as the ufunc, 15x faster (loop counters and conditions).
+comparison ufuncs (`_OPERATORS`) on int/float values, or `logical_and` /
+`logical_or` on bools, whose static shapes are all rank 0, is emitted as a
+Python operator (`r1 = r0 + s3`, rank-0 constants bound as NumPy scalars):
+NumPy's scalar fast path computes the same value of the same dtype as the
+ufunc, 15x faster (loop counters and conditions).  (The one difference: NumPy
+warns on integer overflow of scalars, where the ufunc on 0-d arrays wraps
+silently; the wrapped value is the same.)
 
 The pieces are shared with generated While loops (control_flow/loop_plan.py):
 `Emitter` (closure bindings), `emit_steps` (the step lines of a plan over given
@@ -45,6 +48,7 @@ from eager.variables import _read_kernel
 _counter = itertools.count()
 _OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.less: "<", np.less_equal: "<=",
               np.greater: ">", np.greater_equal: ">=", np.equal: "==", np.not_equal: "!="}
+_BOOL_OPERATORS = {np.logical_and: "&", np.logical_or: "|"}      # on bools only (`&` is bitwise on ints)
 
 
 def _feed_check(i: int, tensor, dname: str) -> str:
@@ -98,16 +102,22 @@ class Registers:
         return r
 
 
-def _scalar_operands(step) -> bool:
-    """True when `step` may be emitted as a Python operator (see the module docstring)."""
-    op = step.op
-    if step.attrs or len(step.inputs) != 2 or len(step.outputs) != 1:
-        return False
-    for t in list(op._inputs) + list(op._outputs[:1]):
-        if t._shape.rank != 0:
-            return False
+def operator_symbol(op, kernel, attrs):
+    """The Python operator `op` is emitted as when its kernel is `kernel` (see the module docstring), or None.
+
+    The fusion pass leaves such ops alone (`fusion.groups.fusible_reason`): the operator is cheaper.
+    """
+    if not isinstance(kernel, np.ufunc) or attrs or len(op._inputs) != 2 or len(op._outputs) != 1:
+        return None
     ins = op._inputs
-    return all(t._dtype.is_numeric for t in ins) and ins[0]._dtype is ins[1]._dtype
+    dt = ins[0]._dtype
+    sym = _OPERATORS.get(kernel) if dt.is_numeric else _BOOL_OPERATORS.get(kernel) if dt.is_bool else None
+    if sym is None or ins[1]._dtype is not dt:
+        return None
+    for t in (ins[0], ins[1], op._outputs[0]):
+        if t._shape.rank != 0:
+            return None
+    return sym
 
 
 def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) -> list:
@@ -126,8 +136,8 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) 
     for si, step in enumerate(plan.steps):
         if step.noop:
             continue
-        sym = _OPERATORS.get(step.kernel) if isinstance(step.kernel, np.ufunc) else None
-        if sym is not None and _scalar_operands(step):
+        sym = operator_symbol(step.op, step.kernel, step.attrs) if len(step.outputs) == 1 else None
+        if sym is not None:
             a, b = [_scalar_reg(v, consts, reg, em, scalars) for v in step.inputs]
             call = f"{a} {sym} {b}"
         else:

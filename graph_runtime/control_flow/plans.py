@@ -96,6 +96,12 @@ def _optimized_plan(graph, config, disabled: tuple) -> Plan:
     return plan
 
 
+def compiled_plans(graph, kind: str = "plan") -> list:
+    """The plans compiled so far for body graph `graph` (`kind` "plan": body plans; "loop": While loops
+    generated on this body, see loop_plan.py), for introspection (`plan.source`, `plan.optimization_report`)."""
+    return [entry[1] for key, entry in list(getattr(graph, "_plans", {}).items()) if key[0] == kind]
+
+
 def call(plan: Plan, args):
     """Run `plan` on `args`; errors are re-raised naming the failing body op."""
     try:

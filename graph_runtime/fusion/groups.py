@@ -3,7 +3,10 @@
 An op is *fusible* when its OpDef is flagged `elementwise`, it is not stateful,
 has one output, no control inputs and no subgraph attrs, all its inputs and its
 output have a known rank and a numeric or bool dtype, and `recipes.check_op`
-accepts it (its kernel gives the dtype the graph declares).
+accepts it (its kernel gives the dtype the graph declares).  Rank-0 arithmetic
+and comparisons that the executor emits as Python operators on NumPy scalars
+(`codegen.operator_symbol`: loop counters, conditions) are not fused: 25 ns
+per op beats any fused kernel call.
 
 Groups grow greedily in creation (topological) order: each fusible op joins the
 groups of its fusible producers (merging them when it joins several), or starts
@@ -41,6 +44,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..codegen import operator_symbol
 from ..operation import attr_subgraphs
 from .recipes import ALIAS_OPS, check_op
 
@@ -73,6 +77,8 @@ def fusible_reason(op) -> Optional[str]:
     tensors = list(op._inputs) + [out]
     if not op._inputs:
         return "no inputs"
+    if operator_symbol(op, od.kernel, op._attrs) is not None:
+        return "scalar arithmetic (the executor emits a Python operator: cheaper than any fused kernel)"
     for t in tensors:
         if t._dtype.is_string or t._shape.dims is None:
             return "string dtype or unknown rank"
