@@ -26,6 +26,7 @@ __all__ = ["gather", "gather_nd", "scatter_nd", "where", "boolean_mask"]
 
 
 # ------------------------------------------------------------------ GatherV2
+_MIN = np.minimum.reduce
 def _check_bounds(opname, indices, n, dim):
     if indices.size and (indices.min() < 0 or indices.max() >= n):
         bad = indices[(indices < 0) | (indices >= n)].reshape(-1)[0]
@@ -72,6 +73,26 @@ def _gather_dims(opname, pshape, ishape, axis, batch_dims):
 
 
 def _gather_kernel(params, indices, axis, batch_dims=0):
+    if batch_dims == 0:
+        nd = params.ndim
+        a = int(axis)
+        if nd and -nd <= a < nd:       # the common case, checked as the general path checks it
+            if a < 0:
+                a += nd
+            n = params.shape[a]
+            if indices.ndim == 0:
+                i = int(indices)
+                if not 0 <= i < n:
+                    raise InvalidArgumentError(f"GatherV2: index {i} is not in [0, {n}) (dimension {a} of the "
+                                               f"params)", op_name="GatherV2")
+            elif indices.size and _MIN(indices, axis=None) < 0:
+                _check_bounds("GatherV2", indices, n, a)
+            try:
+                out = np.take(params, indices, axis=a)        # raises for an index >= n
+            except IndexError:
+                _check_bounds("GatherV2", indices, n, a)
+                raise
+            return out if out.__class__ is np.ndarray else np.asarray(out, dtype=params.dtype)
     if params.ndim == 0:
         raise InvalidArgumentError("GatherV2: params must be at least 1-D, got a scalar", op_name="GatherV2")
     a, b = _gather_dims("GatherV2", params.shape, indices.shape, int(axis), batch_dims)

@@ -264,3 +264,15 @@ def test_stack_of_scalars_keeps_dtype():
         got = ek.stack([ek.constant(1, dt), ek.constant(0, dt)]).numpy()
         assert got.dtype == np.dtype(dt) and got.shape == (2,)
     np.testing.assert_array_equal(ek.stack([ek.constant([1, 2]), ek.constant([3, 4])]).numpy(), [[1, 2], [3, 4]])
+
+
+def test_gather_fast_path_matches_take_and_checks_bounds():
+    p = np.arange(24.0).reshape(4, 6)
+    for idx, axis in [(np.int32(2), 0), (np.array([3, 0, 3]), 0), (np.array([[5], [0]]), -1), (np.int64(5), 1),
+                      (np.array([], np.int32), 0)]:
+        got = ek.gather(ek.constant(p), ek.constant(idx), axis=axis).numpy()
+        np.testing.assert_array_equal(got, np.take(p, idx, axis=axis))
+    for idx, axis, bad in [(np.int32(4), 0, 4), (np.array([1, -1]), 0, -1), (np.array([0, 6]), 1, 6),
+                           (np.int32(-1), -1, -1)]:
+        with pytest.raises(ek.errors.InvalidArgumentError, match=f"GatherV2: index {bad} is not in"):
+            ek.gather(ek.constant(p), ek.constant(idx), axis=axis)
