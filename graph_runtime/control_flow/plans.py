@@ -28,8 +28,10 @@ graph object by identity, and a gradient's VJP graph reads them by position.
 So an op whose gradient exists runs its bodies as traced (the "left alone"
 rule every pass follows for ops with active grad state).
 
-`raw(plan)` is the generated function itself (no error mapping), for the hot
-loop of While; callers map errors with `plan.map_error` when one escapes.
+Hot paths call `plan.fn` (the generated function, no error mapping) and map
+an escaping error with `plan.map_error`; `call(plan, args)` does both.
+While loops are generated from these plans by `loop_plan.py` and cached in the
+same dict (`cached`); `compiled_plans(graph, kind)` lists them.
 
 Imports sibling modules, `graph_runtime.compiler` and (lazily) `graph_runtime.passes`.
 """
