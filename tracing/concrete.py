@@ -310,5 +310,5 @@ def _compile(graph, feeds, fetches, targets, config=None):
         feeds = [opt_graph.get_tensor_by_name(t.name) for t in feeds]
         fetches = [opt_graph.get_tensor_by_name(t.name) for t in fetches]
         targets = [opt_graph.get_operation_by_name(o.name) for o in targets]
-    plan = compile_plan(opt_graph, feeds, fetches, targets, container="tuple", check_feeds=False)
+    plan = compile_plan(opt_graph, feeds, fetches, targets, container="tuple", check_feeds=False, config=config)
     return plan, len(opt_graph.get_operations())
