@@ -15,6 +15,7 @@ import numpy as np
 import eager as ek
 import graph_runtime as gr
 from benchmarks.harness import Row, measure, table
+from benchmarks.workloads import rnn_numpy_grad
 
 STEPS, HIDDEN, BATCH, INPUTS = 100, 64, 16, 32
 
@@ -35,22 +36,6 @@ def rnn_numpy(xs, wx, wh, b):
     return h
 
 
-def rnn_numpy_grad(xs, wx, wh, b):
-    """Forward, then BPTT of sum(h_T) with respect to wx, wh, b."""
-    h = np.zeros((BATCH, HIDDEN), np.float32)
-    hs = [h]
-    for t in range(STEPS):
-        h = np.tanh(xs[t] @ wx + h @ wh + b)
-        hs.append(h)
-    dh = np.ones_like(h)
-    dwx, dwh, db = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
-    for t in range(STEPS - 1, -1, -1):
-        dz = dh * (1 - hs[t + 1] ** 2)
-        dwx += xs[t].T @ dz
-        dwh += hs[t].T @ dz
-        db += dz.sum(0)
-        dh = dz @ wh.T
-    return dwx, dwh, db
 
 
 def rnn_graph(xs, wx, wh, b, indexing="tensor_array", with_grads=False):

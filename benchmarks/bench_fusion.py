@@ -30,9 +30,9 @@ import sys
 import numpy as np
 
 import eager as ek
-from benchmarks.bench_optimizer import paired
-from benchmarks.harness import Row, table
-from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy
+
+from benchmarks.harness import Row, paired, table
+from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy, rnn_numpy_grad
 from graph_runtime import fusion
 from tracing import function
 
@@ -70,21 +70,6 @@ def rnn_data(seed=0):
     return xs, wx, wh, np.zeros(HIDDEN, np.float32)
 
 
-def rnn_numpy_grad(xs, wx, wh, b):
-    h = np.zeros((BATCH, HIDDEN), np.float32)
-    hs = [h]
-    for t in range(RNN_STEPS):
-        h = np.tanh(xs[t] @ wx + h @ wh + b)
-        hs.append(h)
-    dh = np.ones_like(h)
-    dwx, dwh, db = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
-    for t in range(RNN_STEPS - 1, -1, -1):
-        dz = dh * (1 - hs[t + 1] ** 2)
-        dwx += xs[t].T @ dz
-        dwh += hs[t].T @ dz
-        db += dz.sum(0)
-        dh = dz @ wh.T
-    return dwx, dwh, db
 
 
 def rnn_step(xs, wx, wh, b):

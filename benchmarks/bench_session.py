@@ -20,35 +20,11 @@ import numpy as np
 
 import eager as ek
 import graph_runtime as gr
-import time
 
-from benchmarks.harness import Row, table
+from benchmarks.harness import Row, paired, table
 from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy
 
 
-def paired(candidate, baseline, rounds: int = 15, min_time: float = 0.02):
-    """(candidate seconds, baseline seconds) per call: fastest of `rounds` interleaved batches."""
-    candidate(), baseline()
-    number = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(number):
-            baseline()
-        if time.perf_counter() - t0 >= min_time:
-            break
-        number *= 2
-    best_c = best_b = float("inf")
-    for _ in range(rounds):
-        for fn, is_base in ((baseline, True), (candidate, False)):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            dt = (time.perf_counter() - t0) / number
-            if is_base:
-                best_b = min(best_b, dt)
-            else:
-                best_c = min(best_c, dt)
-    return best_c, best_b
 
 
 def chain_rows() -> list[Row]:

@@ -67,6 +67,36 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def paired(candidate: Callable[[], object], baseline: Callable[[], object], rounds: int = 15,
+           min_time: float = 0.02) -> tuple[float, float]:
+    """(candidate seconds, baseline seconds) per call: fastest of `rounds` interleaved batches.
+
+    Alternating the two in the same batches makes the ratio robust on a busy
+    machine (both see the same load), which a median of separate runs is not.
+    """
+    candidate(), baseline()
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            baseline()
+        if time.perf_counter() - t0 >= min_time:
+            break
+        number *= 2
+    best_c = best_b = float("inf")
+    for _ in range(rounds):
+        for fn, is_base in ((baseline, True), (candidate, False)):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            dt = (time.perf_counter() - t0) / number
+            if is_base:
+                best_b = min(best_b, dt)
+            else:
+                best_c = min(best_c, dt)
+    return best_c, best_b
+
+
 def optional_peers() -> dict:
     """Which comparison frameworks are importable here (None when absent)."""
     peers = {}

@@ -63,3 +63,22 @@ def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
     params[2] = w2 - lr * dw2
     params[3] = b2 - lr * db2
     return loss
+
+
+def rnn_numpy_grad(xs, wx, wh, b):
+    """Hand-written tanh RNN forward, then BPTT of sum(h_T) with respect to wx, wh, b."""
+    steps, batch, hidden = xs.shape[0], xs.shape[1], wx.shape[1]
+    h = np.zeros((batch, hidden), np.float32)
+    hs = [h]
+    for t in range(steps):
+        h = np.tanh(xs[t] @ wx + h @ wh + b)
+        hs.append(h)
+    dh = np.ones_like(h)
+    dwx, dwh, db = np.zeros_like(wx), np.zeros_like(wh), np.zeros_like(b)
+    for t in range(steps - 1, -1, -1):
+        dz = dh * (1 - hs[t + 1] ** 2)
+        dwx += xs[t].T @ dz
+        dwh += hs[t].T @ dz
+        db += dz.sum(0)
+        dh = dz @ wh.T
+    return dwx, dwh, db
