@@ -110,12 +110,7 @@ def save_checkpoint(obj, path: str) -> str:
                      "array": f"v{i}"})
     manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 1, "variables": recs, "files": {}}
     with fmt.atomic_directory(path, fmt.CHECKPOINT_MANIFEST) as tmp:
-        vpath = os.path.join(tmp, fmt.VARIABLES_FILE)
-        with open(vpath, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        manifest["files"][fmt.VARIABLES_FILE] = fmt.sha256_file(vpath)
+        manifest["files"][fmt.VARIABLES_FILE] = fmt.write_arrays(os.path.join(tmp, fmt.VARIABLES_FILE), arrays)
         fmt.write_json(os.path.join(tmp, fmt.CHECKPOINT_MANIFEST), manifest)
     return os.path.abspath(path)
 

@@ -39,6 +39,8 @@ import math
 import os
 import shutil
 import tempfile
+
+import numpy as np
 from typing import Any, Callable
 
 FORMAT = "graphjit.SavedFunctions"
@@ -174,6 +176,15 @@ def write_json(path: str, data, pretty: bool = True) -> None:
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def write_arrays(path: str, arrays: dict) -> str:
+    """Write `arrays` as an .npz file (fsynced); returns its SHA-256 for the manifest."""
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+        f.flush()
+        os.fsync(f.fileno())
+    return sha256_file(path)
 
 
 def read_json(path: str, what: str):

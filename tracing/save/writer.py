@@ -311,11 +311,6 @@ def save(obj, path: str) -> str:
         for rel, gd in graphs.items():
             fmt.write_json(os.path.join(tmp, *rel.split("/")), gd, pretty=False)
             manifest["files"][rel] = fmt.sha256_file(os.path.join(tmp, *rel.split("/")))
-        vpath = os.path.join(tmp, fmt.VARIABLES_FILE)
-        with open(vpath, "wb") as f:
-            np.savez(f, **arrays)
-            f.flush()
-            os.fsync(f.fileno())
-        manifest["files"][fmt.VARIABLES_FILE] = fmt.sha256_file(vpath)
+        manifest["files"][fmt.VARIABLES_FILE] = fmt.write_arrays(os.path.join(tmp, fmt.VARIABLES_FILE), arrays)
         fmt.write_json(os.path.join(tmp, fmt.MANIFEST), manifest)
     return os.path.abspath(path)
