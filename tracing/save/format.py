@@ -39,9 +39,9 @@ import math
 import os
 import shutil
 import tempfile
+from typing import Any, Callable
 
 import numpy as np
-from typing import Any, Callable
 
 FORMAT = "graphjit.SavedFunctions"
 VERSION = 1
