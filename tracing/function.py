@@ -128,9 +128,8 @@ class Function:
         infos, _ = describe(args, kwargs, self._arg_names)
         record_changes, suggestions = [], []
         if self._concrete:
-            _, record_changes = _explain.closest(self._signatures, infos)
-            old = self._signatures[_explain.closest(self._signatures, infos)[0]]
-            suggestions = _explain.suggest(record_changes, old, infos)
+            closest_index, record_changes = _explain.closest(self._signatures, infos)
+            suggestions = _explain.suggest(record_changes, self._signatures[closest_index], infos)
             explanation = self._explain_text(record_changes, suggestions)
             if retrace_forbidden():
                 raise RetraceError(f"{self._name} would retrace inside no_retrace()", explanation)
@@ -169,9 +168,8 @@ class Function:
     def _specs_from_signature(self, args, kwargs):
         sig = self._input_signature
         if kwargs or len(args) != len(sig):
-            if kwargs or len(args) > len(sig):
-                raise TypeError(f"{self._name}: called with {len(args)} positional and {len(kwargs)} keyword "
-                                f"arguments, but input_signature has {len(sig)} entries")
+            raise TypeError(f"{self._name}: called with {len(args)} positional and {len(kwargs)} keyword "
+                            f"arguments, but input_signature has {len(sig)} entries")
         flat_specs = ek.nest.flatten(list(sig))
         flat_args = ek.nest.flatten(list(args))
         if len(flat_specs) != len(flat_args) or not ek.nest.same_structure(

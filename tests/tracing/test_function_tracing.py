@@ -287,3 +287,11 @@ def test_trace_time_op_errors_name_the_user_line():
 
     with pytest.raises(ek.errors.InvalidArgumentError, match=r"while tracing h, at .*test_function_tracing.py:\d+"):
         h(ek.constant([1.0]))
+
+
+def test_input_signature_arity_errors():
+    f = function(lambda x, y: x + y, input_signature=[TensorSpec([2]), TensorSpec([2])])
+    with pytest.raises(TypeError, match="1 positional and 0 keyword arguments, but input_signature has 2"):
+        f(ek.ones((2,)))
+    with pytest.raises(TypeError, match="input_signature has 2"):
+        f(ek.ones((2,)), y=ek.ones((2,)))
