@@ -24,32 +24,49 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     reach = set(source_keys)
     relevant = []
     for e in entries:
-        if any(id(t) in reach for t in e.inputs):
-            relevant.append(e)
-            for o in e.outputs:
-                reach.add(id(o))
+        for t in e.inputs:
+            if id(t) in reach:
+                relevant.append(e)
+                for o in e.outputs:
+                    reach.add(id(o))
+                break
+    needed = reach - stop_keys if stop_keys else reach   # tensors whose gradient somebody wants
 
     grads: dict[int, object] = {}
     for t, g in zip(targets, target_grads):
         _accumulate(grads, id(t), g, _m)
 
     for e in reversed(relevant):
-        out_grads = [grads.get(id(o)) for o in e.outputs]
-        if all(g is None for g in out_grads):
-            continue
-        if not e.opdef.differentiable:
+        outputs = e.outputs
+        if len(outputs) == 1:
+            g = grads.get(id(outputs[0]))
+            if g is None:
+                continue
+            out_grads = (g,)
+        else:
+            out_grads = [grads.get(id(o)) for o in outputs]
+            if all(g is None for g in out_grads):
+                continue
+        opdef = e.opdef
+        if not opdef.differentiable:
             continue
         if len(out_grads) > 1:
-            out_grads = [g if g is not None else _a.zeros_like(o) for g, o in zip(out_grads, e.outputs)]
-        skip = frozenset(i for i, x in enumerate(e.inputs) if id(x) not in reach or id(x) in stop_keys)
-        in_grads = e.opdef.grad(GradView(e, skip) if skip else e, *out_grads)
-        if len(in_grads) != len(e.inputs):
+            out_grads = [g if g is not None else _a.zeros_like(o) for g, o in zip(out_grads, outputs)]
+        inputs = e.inputs
+        skip = None
+        for i, x in enumerate(inputs):
+            if id(x) not in needed:
+                skip = (skip or ()) + (i,)
+        in_grads = opdef.grad(GradView(e, frozenset(skip)) if skip else e, *out_grads)
+        if len(in_grads) != len(inputs):
             raise InvalidArgumentError(
-                f"gradient rule of {e.opdef.name} returned {len(in_grads)} gradients for {len(e.inputs)} inputs")
-        for x, g in zip(e.inputs, in_grads):
-            if g is None or id(x) not in reach or id(x) in stop_keys:
-                continue
-            _accumulate(grads, id(x), g, _m)
+                f"gradient rule of {opdef.name} returned {len(in_grads)} gradients for {len(inputs)} inputs")
+        for x, g in zip(inputs, in_grads):
+            if g is not None:
+                k = id(x)
+                if k in needed:
+                    prev = grads.get(k)
+                    grads[k] = g if prev is None else _m.add(prev, g)
 
     results = []
     for group in source_groups:
@@ -69,11 +86,13 @@ class GradView:
     gradient does); every other attribute is the op's own.
     """
 
-    __slots__ = ("_op", "skip_input_indices")
+    __slots__ = ("_op", "skip_input_indices", "inputs", "outputs")
 
     def __init__(self, op, skip):
         self._op = op
         self.skip_input_indices = skip
+        self.inputs = op.inputs      # read by nearly every rule: copied, not looked up through __getattr__
+        self.outputs = op.outputs
 
     def __getattr__(self, name):
         return getattr(self._op, name)

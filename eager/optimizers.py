@@ -2,16 +2,21 @@
 
 Updates are written with variable assign ops, so an optimizer step works
 eagerly, in a graph (`Session.run` of the returned update) and inside a traced
-function.  Slot variables (momentum, Adam moments) are created on first use.
+function.  Eagerly, plain SGD (no momentum) uses the fused stateful op
+`ResourceApplyGradientDescent` (same arithmetic as Mul + AssignSubVariableOp,
+one dispatch and one allocation per variable); graphs keep Mul + AssignSub,
+which the graph passes and control-flow bodies know.  Slot variables (momentum, Adam moments) are created on first use.
 """
 from __future__ import annotations
 
 from . import context as _context
 from .convert import constant
+from .dispatch import execute
 from .errors import InvalidArgumentError
 from .ops import math as _m
 from .ops.array import zeros_like
-from .variables import Variable
+from .tensor import Tensor
+from .variables import APPLY_GRADIENT_DESCENT, Variable
 
 
 _ONE_INT64 = constant(1, "int64")   # the step-counter increment (eager; graphs stage their own Const)
@@ -78,8 +83,16 @@ class SGD(Optimizer):
         self.nesterov = nesterov
 
     def _apply(self, g, v):
-        lr = _m.cast(self._lr(v), v.dtype) if not isinstance(self._lr(v), (int, float)) else self._lr(v)
+        lr = self._lr(v)
+        if not isinstance(lr, (int, float)):
+            lr = _m.cast(lr, v.dtype)
         if not self.momentum:
+            if type(g) is Tensor and g._value.dtype == v._dtype.np_dtype and v._dtype.is_floating and \
+                    _context.executing_eagerly():
+                # eager fast path: one fused op, same arithmetic as Mul + AssignSubVariableOp below
+                alpha = lr if isinstance(lr, Tensor) else Tensor(g._value.dtype.type(lr))
+                execute(APPLY_GRADIENT_DESCENT, (alpha, g), {"var": v})
+                return v
             return v.assign_sub(_m.multiply(g, lr))
         m = self._slot(v, "momentum")
         new_m = _m.subtract(_m.multiply(m, self.momentum), _m.multiply(g, lr))

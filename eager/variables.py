@@ -75,6 +75,34 @@ ASSIGN_SUB = op("AssignSubVariableOp", _update_kernel(np.subtract, "AssignSubVar
                 stateful=True)
 
 
+def _apply_gd_kernel(alpha, delta, var):
+    """var <- var - alpha * delta: the arithmetic of Mul then AssignSubVariableOp with one allocation.
+
+    The new value is a fresh array (the old one may be held by earlier reads);
+    only the `alpha * delta` temporary is overwritten, never an input.
+    """
+    opname = "ResourceApplyGradientDescent"
+    old = _read_kernel(var)
+    if delta.dtype != old.dtype or alpha.dtype != old.dtype:
+        raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
+                                   f"({as_dtype(delta.dtype).name}) must have the dtype of variable {var.name} "
+                                   f"({var._dtype.name})", op_name=opname)
+    step = np.multiply(delta, alpha)
+    if type(step) is np.ndarray and step.shape == np.shape(old):
+        new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
+    else:
+        new = np.subtract(old, step)
+        if np.shape(new) != np.shape(old):
+            raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
+                                       f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
+    var._value = new
+    return new
+
+
+APPLY_GRADIENT_DESCENT = op("ResourceApplyGradientDescent", _apply_gd_kernel, _infer_read, stateful=True,
+                            doc="var -= alpha * delta (inputs alpha, delta; attr `var`): plain SGD in one op.")
+
+
 class Variable:
     """A mutable tensor-valued container (see API.md)."""
 

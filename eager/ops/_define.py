@@ -178,6 +178,10 @@ SUM_TO_LIKE = op("SumToLike", _sum_to_like_kernel,
 
 def sum_to_like(g, x):
     """`g` summed back to the shape of `x` (identity when the static shapes already agree)."""
+    if not (g._is_symbolic or x._is_symbolic):
+        if g._value.shape == x._value.shape:      # eager fast path: no TensorShape objects
+            return g
+        return execute(SUM_TO_LIKE, (g, x), EMPTY)
     gs, xs = g.shape, x.shape
     if gs.is_fully_defined() and gs == xs:
         return g

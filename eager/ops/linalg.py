@@ -13,6 +13,7 @@ from ..convert import convert_to_tensor, operand
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
+from ..tensor import Tensor
 from ._define import EMPTY, broadcast_shapes, check_same_dtype, sum_to_like
 from .math import cast, greater, greater_equal, less, less_equal, logical_and, multiply
 
@@ -74,6 +75,12 @@ MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,   # no transpose
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """Matrix product of the last two dims (batched over leading dims)."""
+    if type(a) is Tensor and type(b) is Tensor:         # eager fast path: check the arrays directly
+        av, bv = a._value, b._value
+        if av.dtype == bv.dtype and av.ndim >= 2 and bv.ndim >= 2 and \
+                av.shape[-2 if transpose_a else -1] == bv.shape[-1 if transpose_b else -2]:
+            return execute(MATMUL, (a, b), {"transpose_a": bool(transpose_a), "transpose_b": bool(transpose_b)},
+                           name)
     a, b = convert_to_tensor(a), convert_to_tensor(b)
     if a.dtype is not b.dtype:
         raise InvalidArgumentError(f"MatMul: cannot multiply a {a.dtype.name} matrix {a.shape} by a "

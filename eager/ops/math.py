@@ -28,19 +28,25 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ binary
+# The rules below skip inputs listed in `op.skip_input_indices` (backprop sets it for inputs whose
+# gradient nobody needs, e.g. data or constants), like TensorFlow's binary-op gradients.
 def _g_add(op, dy):
     x, y = op.inputs
-    return [sum_to_like(dy, x), sum_to_like(dy, y)]
+    skip = getattr(op, "skip_input_indices", ())
+    return [None if 0 in skip else sum_to_like(dy, x), None if 1 in skip else sum_to_like(dy, y)]
 
 
 def _g_sub(op, dy):
     x, y = op.inputs
-    return [sum_to_like(dy, x), sum_to_like(negative(dy), y)]
+    skip = getattr(op, "skip_input_indices", ())
+    return [None if 0 in skip else sum_to_like(dy, x), None if 1 in skip else sum_to_like(negative(dy), y)]
 
 
 def _g_mul(op, dy):
     x, y = op.inputs
-    return [sum_to_like(multiply(dy, y), x), sum_to_like(multiply(dy, x), y)]
+    skip = getattr(op, "skip_input_indices", ())
+    return [None if 0 in skip else sum_to_like(multiply(dy, y), x),
+            None if 1 in skip else sum_to_like(multiply(dy, x), y)]
 
 
 def _g_div(op, dy):

@@ -246,12 +246,14 @@ def _second_order(gg, logits, axis, labels=None):
 def _g_xent(op, dloss, gg):
     labels, logits = op.inputs
     axis = op.get_attr("axis")
+    skip = getattr(op, "skip_input_indices", ())   # labels are usually data: no gradient wanted
     d = expand_dims(dloss, axis)
-    dlogits = multiply(d, op.outputs[1])
-    dlabels = multiply(d, negative(log_softmax(logits, axis=axis)))
+    dlogits = None if 1 in skip else multiply(d, op.outputs[1])
+    dlabels = None if 0 in skip else multiply(d, negative(log_softmax(logits, axis=axis)))
     second = _second_order(gg, logits, axis, labels)
     if second is not None:
-        dlogits, dlabels = add(dlogits, second[0]), add(dlabels, second[1])
+        dlogits = None if 1 in skip else add(dlogits, second[0])
+        dlabels = None if 0 in skip else add(dlabels, second[1])
     return [dlabels, dlogits]
 
 
@@ -356,7 +358,12 @@ def _infer_bias_add(specs, attrs):
     return [Spec(v.shape, v.dtype)]
 
 
-BIAS_ADD = op("BiasAdd", np.add, _infer_bias_add, lambda op, dy: [dy, sum_to_like(dy, op.inputs[1])])
+def _g_bias_add(op, dy):
+    skip = getattr(op, "skip_input_indices", ())
+    return [None if 0 in skip else dy, None if 1 in skip else sum_to_like(dy, op.inputs[1])]
+
+
+BIAS_ADD = op("BiasAdd", np.add, _infer_bias_add, _g_bias_add)
 
 
 def bias_add(value, bias, data_format=None, name=None):
