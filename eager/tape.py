@@ -133,7 +133,8 @@ class GradientTape:
             tgrads = [convert_to_tensor(g, dtype=t.dtype) for g, t in zip(nest.flatten(output_gradients), targets)]
             if len(tgrads) != len(targets):
                 raise ValueError(f"output_gradients has {len(tgrads)} entries for {len(targets)} targets")
-        flat_sources = nest.flatten(sources)
+        plain = type(sources) is list and not any(nest.is_nested(s) for s in sources)   # the common case
+        flat_sources = sources if plain else nest.flatten(sources)
         groups = []
         for s in flat_sources:
             if _is_variable(s):
@@ -149,7 +150,7 @@ class GradientTape:
             if g is None and unconnected == "zero":
                 g = zeros_like(s.value() if _is_variable(s) else s)
             out.append(g)
-        return nest.pack_sequence_as(sources, out)
+        return out if plain else nest.pack_sequence_as(sources, out)
 
     def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=False):
         """Full Jacobian: result[i] has shape target.shape + source_i.shape."""

@@ -134,6 +134,10 @@ def call_binary(opdef, x, y, name=None, attrs=EMPTY):
                 return execute(opdef, (x, y), attrs, name)
         elif (ty is float or ty is int) and x._value.dtype.kind == "f":
             return execute(opdef, (x, Tensor(x._value.dtype.type(y))), attrs, name)
+        elif getattr(ty, "_is_variable", False):      # tensor op variable: read it (as `operand` does)
+            y = y._to_tensor()
+            if x._value.dtype == y._value.dtype:
+                return execute(opdef, (x, y), attrs, name)
     x, y = binary_operands(opdef, x, y)
     return execute(opdef, (x, y), attrs, name)
 

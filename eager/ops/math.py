@@ -12,9 +12,10 @@ import numpy as np
 
 from ..convert import convert_to_tensor
 from ..dispatch import execute
-from ..dtypes import as_dtype, bool_, float32, float64
+from ..dtypes import as_dtype, bool_, float32, float64, string
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
+from ..tensor import Tensor
 from ._define import (EMPTY, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool, infer_same,
                       make_infer_broadcast, sum_to_like)
 
@@ -121,6 +122,11 @@ STRING_ADD = op("StringAdd", _string_add, make_infer_broadcast("StringAdd"),
 
 
 def add(x, y, name=None):
+    if type(x) is Tensor and x._value.dtype.kind not in "OUS":     # fast path: certainly not strings
+        ty = type(y)
+        if (ty is Tensor and y._value.dtype.kind not in "OUS") or ty is float or ty is int or \
+                (getattr(ty, "_is_variable", False) and y._dtype is not string):
+            return call_binary(ADD, x, y, name)
     x_, y_ = _string_operands(x, y)
     if x_ is not None:
         return execute(STRING_ADD, (x_, y_), EMPTY, name)

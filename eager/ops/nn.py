@@ -266,7 +266,9 @@ def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     logits = _float_tensor("SoftmaxCrossEntropyWithLogits", logits, "logits")
     labels = labels if isinstance(labels, Tensor) else convert_to_tensor(labels, dtype=logits.dtype)
     attrs = _axis_attr("SoftmaxCrossEntropyWithLogits", logits, axis)
-    _infer_xent([Spec(labels.shape.dims, labels.dtype), Spec(logits.shape.dims, logits.dtype)], attrs)
+    if not (type(labels) is Tensor and type(logits) is Tensor and labels._value.shape == logits._value.shape
+            and labels._value.dtype == logits._value.dtype):   # eager operands that match need no inference
+        _infer_xent([Spec(labels.shape.dims, labels.dtype), Spec(logits.shape.dims, logits.dtype)], attrs)
     loss, _ = execute(XENT, (labels, logits), attrs, name)
     return loss
 

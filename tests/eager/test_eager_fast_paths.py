@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import eager as ek
+from eager import nest
 from eager.errors import InvalidArgumentError
 from eager.ops._define import sum_to_like
 from eager.registry import lookup
@@ -151,3 +152,34 @@ def test_sum_to_like_eager_identity_and_reduction():
     g = ek.constant(np.ones((2, 3)))
     assert sum_to_like(g, ek.constant(np.zeros((2, 3)))) is g
     np.testing.assert_array_equal(sum_to_like(g, ek.constant(np.zeros(3))).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_tensor_op_variable_reads_the_variable_and_records_it():
+    v = ek.Variable([1.0, 2.0])
+    x = ek.constant([10.0, 20.0])
+    with ek.GradientTape() as tape:
+        y = ek.reduce_sum(ek.multiply(x + v, x - v))
+    np.testing.assert_array_equal(tape.gradient(y, v).numpy(), [-2.0, -4.0])
+    with pytest.raises(InvalidArgumentError, match="float64"):
+        ek.constant([1.0, 2.0], "float64") + v
+    s = ek.Variable(ek.constant("b"))
+    r = ek.constant("a") + s                      # strings still concatenate (not the numeric fast path)
+    assert r.dtype.name == "string" and r.numpy() == b"ab"
+
+
+def test_xent_fast_path_keeps_shape_and_dtype_errors():
+    logits = ek.constant(np.zeros((2, 3), np.float32))
+    with pytest.raises(InvalidArgumentError, match="same shape"):
+        ek.nn.softmax_cross_entropy_with_logits(labels=ek.constant(np.zeros((2, 4), np.float32)), logits=logits)
+    with pytest.raises(InvalidArgumentError):
+        ek.nn.softmax_cross_entropy_with_logits(labels=ek.constant(np.zeros((2, 3))), logits=logits)
+
+
+def test_gradient_source_structures_are_kept():
+    a, b = ek.Variable(1.0), ek.Variable(2.0)
+    for sources in ([a, b], (a, b), {"a": a, "b": [b]}, [a, [b]]):
+        with ek.GradientTape() as tape:
+            y = a * 3.0 + b * 5.0
+        g = tape.gradient(y, sources)
+        assert type(g) is type(sources)
+        assert [float(t) for t in nest.flatten(g)] == [3.0, 5.0]
