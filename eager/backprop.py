@@ -62,11 +62,8 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
             raise InvalidArgumentError(
                 f"gradient rule of {opdef.name} returned {len(in_grads)} gradients for {len(inputs)} inputs")
         for x, g in zip(inputs, in_grads):
-            if g is not None:
-                k = id(x)
-                if k in needed:
-                    prev = grads.get(k)
-                    grads[k] = g if prev is None else _m.add(prev, g)
+            if g is not None and id(x) in needed:
+                _accumulate(grads, id(x), g, _m)
 
     results = []
     for group in source_groups:
