@@ -37,5 +37,17 @@ class UnimplementedError(OpError, NotImplementedError):
     """The operation is not supported."""
 
 
+class UnavailableError(OpError, RuntimeError):
+    """A task of a distributed session is gone (its process died or cannot be reached)."""
+
+
+class DeadlineExceededError(OpError, TimeoutError):
+    """A step did not finish before its deadline (`RunOptions.timeout_in_ms`)."""
+
+
+class AbortedError(OpError, RuntimeError):
+    """A step was aborted because another part of it failed."""
+
+
 class OperatorNotAllowedInGraphError(TypeError):
     """A Python operation (bool, iteration) was used on a symbolic tensor."""

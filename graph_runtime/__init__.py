@@ -7,7 +7,8 @@ Public names (see docs/api.md, graph_runtime section):
   `control_dependencies`, `device`, `colocate_with`, collections helpers; `DeviceSpec` (device names).
 - Building: `placeholder`, `placeholder_with_default`, `group`, `no_op`,
   `global_variables_initializer`, `variables_initializer`.
-- Running: `Session`, `SessionConfig`, `RunOptions`, `RunMetadata`,
+- Running: `Session` (`target="ray://..."`: a cluster of Ray actors, distributed/), `ClusterSpec`,
+  `SessionConfig`, `RunOptions`, `RunMetadata`,
   `get_default_session`; `compile_plan` (the compile stage of `pipeline.prepare`,
   the one graph-to-plan pipeline every runner uses).
 - `gradients(ys, xs, grad_ys=None, stop_gradients=None)`.
@@ -30,6 +31,7 @@ from .operation import GraphTensor, Operation, SourceLocation
 from .graph import (Graph, GraphKeys, get_default_graph, reset_default_graph, name_scope, get_collection,
                     get_collection_ref, add_to_collection, control_dependencies, device, colocate_with)
 from .device_spec import DeviceSpec
+from .cluster_spec import ClusterSpec
 from .graph_ops import placeholder, placeholder_with_default, group, no_op
 from .variables import (global_variables_initializer, variables_initializer, global_variables,
                         trainable_variables, report_uninitialized_variables)
@@ -49,7 +51,7 @@ from .passes import optimize, OptimizationReport  # noqa: E402 - graph optimizer
 __all__ = [
     "Graph", "Operation", "GraphTensor", "SourceLocation", "GraphKeys", "get_default_graph", "reset_default_graph",
     "name_scope", "get_collection", "get_collection_ref", "add_to_collection", "control_dependencies", "device",
-    "colocate_with", "DeviceSpec", "placeholder", "placeholder_with_default", "group", "no_op", "global_variables_initializer",
+    "colocate_with", "DeviceSpec", "ClusterSpec", "placeholder", "placeholder_with_default", "group", "no_op", "global_variables_initializer",
     "variables_initializer", "global_variables", "trainable_variables", "report_uninitialized_variables",
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "OpStats", "get_default_session", "compile_plan",
     "Plan", "gradients", "register_attr_codec", "import_graph_def", "write_graph", "read_graph",

@@ -74,6 +74,20 @@ def _make_variable(rec, ctx_where):
     return v
 
 
+def variable_from_record(rec: dict):
+    """A new Variable described by one record of a GraphDef's "variables" table (uninitialized, or holding
+    the record's value); GraphDefError when the record is malformed.  Distributed tasks make their resource
+    table's variables with it (graph_runtime/distributed/worker.py)."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
+        raise GraphDefError(f"graph_def: malformed variable record {rec!r:.80}")
+    try:
+        if rec.get("value") is not None:
+            rec = dict(rec, value_decoded=decode_attr(rec["value"], DecodeContext(), f"variable {rec['name']!r}"))
+        return _make_variable(rec, rec["name"])
+    except (TypeError, ValueError, KeyError, AttrCodecError) as e:
+        raise GraphDefError(f"graph_def: variable record {rec.get('name')!r} is malformed: {e}") from None
+
+
 def _validate_nodes(gd):
     nodes = gd.get("nodes")
     if not isinstance(nodes, list):
@@ -196,12 +210,7 @@ def import_into(gd, input_map, return_elements, name, graph, _body: bool = False
         if existing is not None and getattr(existing, "_is_variable", False):
             variables[rec["name"]] = existing
             continue
-        try:
-            if rec.get("value") is not None:
-                rec = dict(rec, value_decoded=decode_attr(rec["value"], dctx, f"variable {rec['name']!r}"))
-            variables[rec["name"]] = _make_variable(rec, rec["name"])
-        except (TypeError, ValueError, KeyError, AttrCodecError) as e:
-            raise GraphDefError(f"graph_def: variable record {rec.get('name')!r} is malformed: {e}") from None
+        variables[rec["name"]] = variable_from_record(rec)
         new_recs[rec["name"]] = rec
     dctx.variables = variables
     dctx.decode_graph = lambda body_def: _decode_graph_body(body_def, variables)

@@ -75,6 +75,13 @@ def var_of(op):
     return op._attrs.get("var") if is_ordered(op._opdef) else None
 
 
+def variables_of(op) -> list:
+    """Every variable an op's attrs refer to (read or written: `var`, and e.g. an optimizer's slots)."""
+    if not op._attrs or not is_ordered(op._opdef):
+        return []
+    return [v for v in op._attrs.values() if getattr(v, "_is_variable", False)]
+
+
 def written_vars(op) -> list:
     """The variables a write changes: its `var` attr, or the attrs named by `opdef.extra["writes"]`."""
     if op._opdef.effect != "write":

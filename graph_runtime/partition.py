@@ -87,6 +87,7 @@ class Part:
     feeds: list = field(default_factory=list)
     returns: list = field(default_factory=list)
     targets: list = field(default_factory=list)
+    return_index: list = field(default_factory=list)    # gather=False: the run's return index of each return
 
 
 def _add(part: "Part", opdef, inputs, attrs: dict, name: str, controls=()):
@@ -103,18 +104,28 @@ def _dummy(part: "Part", name: str, controls=()):
     return _add(part, CONST, (), {"value": np.zeros((), np.float32)}, name, controls)._outputs[0]
 
 
-def split(graph, feeds, returns, targets, default_device: str, compression: str = "") -> list:
+def split(graph, feeds, returns, targets, default_device: str, compression: str = "", gather: bool = True,
+          var_device=None) -> list:
     """The partitions of a run (module docstring), or [] when its ops are on one device.
 
     An op without a device (made by an optimizer pass after placement) runs on `default_device`.
     `compression` ("float16", "truncate16" or ""): how float32 values cross devices (lossy; the
     config's `transfer_compression`, off by default).
+
+    `gather=False` (distributed sessions, where each partition runs in its own process): there is no main
+    partition; each partition returns the fetched values it computes and the variables that live on its
+    device (`var_device(var)` -> device), with `Part.return_index` giving each one's index in the run's
+    returns; fetches of fed tensors and op targets (None) are left to the caller.  Partitions are made
+    even when every op is on one device, and for a device that only holds a fetched variable.
     """
     fetches = [r.tensor for r in returns if r.kind == "value"]
     ops = prune(feeds, fetches, targets)
     where = {id(op): op._device or default_device for op in ops}
     devices = list(dict.fromkeys(where.values()))
-    if len(devices) <= 1:
+    if not gather:
+        devices += [var_device(r.var) for r in returns if r.kind == "var"]
+        devices = list(dict.fromkeys(devices))
+    elif len(devices) <= 1:
         return []
     devices.sort()
     parts = {d: Part(d, Graph(f"{graph.name}@{d}")) for d in devices}
@@ -175,6 +186,21 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
                                     ctrl, d, op._frames)
         part.graph._name_counts.setdefault(op._name, 1)
         made[id(op)] = new
+    if not gather:
+        for i, r in enumerate(returns):
+            if r.kind == "value" and id(r.tensor) not in fed:
+                owner = parts[where[id(r.tensor._op)]]
+                owner.returns.append(ReturnItem("value", tensor=value_in(r.tensor, owner.device)))
+            elif r.kind == "var":
+                owner = parts[var_device(r.var)]
+                owner.returns.append(r)
+            else:
+                continue
+            owner.return_index.append(i)
+        for o in targets:
+            if id(o) in made:
+                parts[where[id(o)]].targets.append(made[id(o)])
+        return [parts[d] for d in devices]
     main.returns = [ReturnItem("value", tensor=value_in(r.tensor, main.device)) if r.kind == "value" else r
                     for r in returns]
     main.targets.extend(control_in(o, main.device) for o in targets if id(o) in made)

@@ -28,6 +28,9 @@ through named stages, in order:
    device joined by `_Send`/`_Recv` pairs (partition.py); `compile` then
    compiles one plan per partition into a `MultiDevicePlan`
    (multi_device.py: partitions run concurrently through a rendezvous).
+   A distributed session (`config.cluster`) stops here (`partition_request`):
+   its partitions are shipped to their tasks, which compile them
+   (graph_runtime/distributed).
 5. `compile`: `compile_plan` (compiler.py): schedule, lower, generate code.
    The plan records the optimizer's report (`plan.optimization_report`).
 
@@ -45,7 +48,7 @@ from .compiler import Plan, ReturnItem, compile_plan
 from .operation import GraphTensor, Operation
 from .multi_device import MultiDevicePlan
 from .partition import split
-from .placement import local_devices, place_graph
+from .placement import local_devices, place_graph, variable_device
 from .passes import optimize as run_optimizer
 from .run_config import SessionConfig
 
@@ -110,7 +113,14 @@ def optimize(req: Request, config: SessionConfig, keep_effects: bool) -> Request
     return _in_graph(req, graph, report)
 
 
-def partition(req: Request, config: SessionConfig) -> Request:
+def partition(req: Request, config: SessionConfig, source=None) -> Request:
+    if config.cluster is not None:
+        # a distributed session: every partition runs in its task's process and returns its own values;
+        # variables live where placement puts them in the user's graph `source` (the same on every run)
+        return replace(req, parts=tuple(split(
+            req.graph, req.feeds, req.returns, req.targets, local_devices(config)[0].name,
+            config.transfer_compression or "", gather=False,
+            var_device=lambda var: variable_device(source, var, config))))
     if config.device_count is None or len(config.device_count) == 1 and config.device_count.get("CPU", 1) == 1:
         return req       # not placed, or one device: one partition
     default = local_devices(config)[0].name
@@ -134,6 +144,14 @@ def compile(req: Request, config: SessionConfig, container: str, check_feeds: bo
         plan.partition_graphs = [req.graph]
     plan.optimization_report = req.report
     return plan
+
+
+def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> Request:
+    """The stages before `compile` for a distributed session (config.cluster set): the request with one
+    `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed)."""
+    req = prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets)))
+    req = optimize(place(req, config), config, False)
+    return partition(req, config, graph)
 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,

@@ -1,7 +1,9 @@
 """Placement: assign every op of a graph to one of the session's devices (the pipeline's `place` stage).
 
 Devices: `SessionConfig(device_count={"CPU": n})` gives n virtual CPUs,
-`/job:localhost/replica:0/task:0/device:CPU:i` (`local_devices`).
+`/job:localhost/replica:0/task:0/device:CPU:i` (`local_devices`); a
+distributed session's `SessionConfig(cluster=...)` gives one CPU per task,
+`/job:worker/replica:0/task:1/device:CPU:0`.
 
 `place_graph(graph, config, feeds, roots, preserve)` places the ops that the
 roots (fetched tensors' ops, targets) need, as TensorFlow places the graph
@@ -15,7 +17,9 @@ pruned to the fetches, following TensorFlow's placer:
 2. A group's request merges its members' requests (`op.device`); two
    members asking for different values of one field is a colocation
    conflict: InvalidArgumentError naming both ops and requests (with
-   `allow_soft_placement` the first member's request wins).
+   `allow_soft_placement` the first member's request wins).  A group with
+   graph variables takes only their initializers' requests: the variable's
+   readers and writers follow it (TF places a resource's users with it).
 3. Candidates: the devices matching the request whose type has a kernel for
    every member (`OpDef.kernels`).  None: with `allow_soft_placement` the
    request is dropped (any device with the kernels); otherwise
@@ -46,6 +50,7 @@ import numpy as np
 from eager.errors import InvalidArgumentError
 
 from .compiler import prune
+from .op_traits import variables_of
 from .device_spec import DeviceSpec
 from .passes.core import PassContext
 from .passes.rewriter import Rewriter
@@ -63,7 +68,10 @@ class Device:
 
 
 def local_devices(config) -> list:
-    """The devices `config.device_count` creates (one CPU when it is None)."""
+    """The devices `config.device_count` creates (one CPU when it is None), or, for a distributed session
+    (`config.cluster`), one CPU per task of the cluster (cluster_spec.py)."""
+    if config.cluster is not None:
+        return [Device(t.device, "CPU") for t in config.cluster.tasks()]
     n = (config.device_count or {}).get("CPU", 1)
     return [Device(f"/job:localhost/replica:0/task:0/device:CPU:{i}", "CPU") for i in range(n)]
 
@@ -100,8 +108,7 @@ def _groups(ops) -> dict:
             parent[rb] = ra
 
     for op in ops:
-        var = op._attrs.get("var") if op._attrs else None
-        if var is not None and getattr(var, "_is_variable", False):
+        for var in variables_of(op):        # every variable it touches: an optimizer's slots too
             union(("var", id(var)), op._name)
         for name in op._colocate:
             union(name, op._name)
@@ -109,9 +116,15 @@ def _groups(ops) -> dict:
 
 
 def _merged_request(members) -> tuple:
-    """(merged DeviceSpec, first member, conflict or None) of a colocation group."""
+    """(merged DeviceSpec, first member, conflict or None) of a colocation group.
+
+    A group holding variables made in the graph takes its request from their initializers (where the
+    variables were created): the other ops that read or write them follow the variables, whatever their
+    own device scope asked (as TensorFlow places the users of a resource with the resource; a read made
+    under `device("/job:worker")` of a variable on `/job:ps` runs on the ps)."""
+    inits = [op for op in members if any(getattr(v, "initializer", None) is op for v in variables_of(op))]
     merged, first = DeviceSpec(), None
-    for op in members:
+    for op in (inits or members):
         if not op._device:
             continue
         spec = DeviceSpec.from_string(op._device)
@@ -166,7 +179,9 @@ def assign(ops, config, graph_ops=None) -> dict:
                     op_name=asker._name)
             cands = kernels_ok
         best = cands[0]
-        if len(cands) > 1:
+        if len(cands) > 1 and not (config.cluster is not None and any(variables_of(m) for m in group)):
+            # (a distributed session keeps each variable on one task for its lifetime: a variable's group
+            # with no request goes to the first candidate, whatever the run, not where its inputs are)
             incoming = dict.fromkeys(cands, 0)
             for m in group:
                 for t in m._inputs:
@@ -177,6 +192,15 @@ def assign(ops, config, graph_ops=None) -> dict:
         for m in group:
             placed[m._name] = best
     return {name: names[i] for name, i in placed.items()}
+
+
+def variable_device(graph, var, config) -> str:
+    """The device `var` lives on in a session with `config`: where `assign` puts its colocation group
+    (with no other op of the run: the group's requests and kernels decide, so every run agrees)."""
+    ops = [op for op in graph._ops if any(v is var for v in variables_of(op))]
+    if not ops:
+        return local_devices(config)[0].name
+    return assign(ops[:1], config, graph._ops)[ops[0]._name]
 
 
 def place_graph(graph, config, feeds=(), roots=None, preserve=()) -> tuple:

@@ -8,9 +8,12 @@ session.py.
 `SessionConfig` declares every field a stage reads (`optimize`,
 `disabled_passes`, `inter_op_parallelism_threads`, `device_count`,
 `allow_soft_placement`, `log_device_placement`, ...); nothing reads a config
-with `getattr` defaults.
+with `getattr` defaults.  Distributed sessions (graph_runtime/distributed) read
+`cluster` (a `ClusterSpec`), `task_recovery` (what the next `run` does after a
+task died: "raise", "reinitialize" or "restore") and `operation_timeout_in_ms`
+(the step deadline when `RunOptions.timeout_in_ms` is 0).
 
-Imports nothing from the project.
+Imports `cluster_spec` only (a leaf module).
 """
 from __future__ import annotations
 
@@ -18,9 +21,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Optional
 
+from .cluster_spec import ClusterSpec
+
 
 SCHEDULES = ("creation", "alap", "memory")
 TRANSFER_COMPRESSIONS = (None, "float16", "truncate16")
+TASK_RECOVERIES = ("raise", "reinitialize", "restore")
 DEFAULT_SCHEDULE = "alap"    # bench_session: same run time, half the peak on the late-value graph
 
 
@@ -40,6 +46,11 @@ class SessionConfig:
     allow_soft_placement: bool = False
     log_device_placement: bool = False
     transfer_compression: Optional[str] = None    # None | "float16" | "truncate16" (float32 cross-device edges)
+    # distributed sessions (Session(target="ray://...")): the jobs and tasks, what to do after a task died,
+    # the step deadline used when RunOptions.timeout_in_ms is 0 (finite: no step waits forever)
+    cluster: Optional[ClusterSpec] = field(default=None, hash=False)
+    task_recovery: str = "raise"
+    operation_timeout_in_ms: int = 60_000
 
     def __post_init__(self):
         object.__setattr__(self, "disabled_passes", tuple(self.disabled_passes))
@@ -65,6 +76,15 @@ class SessionConfig:
             if dc.get("CPU", 1) < 1:
                 raise ValueError(f"SessionConfig: device_count needs at least one CPU, got {self.device_count!r}")
             object.__setattr__(self, "device_count", dc)
+        if self.cluster is not None and not isinstance(self.cluster, ClusterSpec):
+            object.__setattr__(self, "cluster", ClusterSpec(self.cluster))
+        if self.task_recovery not in TASK_RECOVERIES:
+            raise ValueError(f"SessionConfig: task_recovery must be one of {TASK_RECOVERIES}, got "
+                             f"{self.task_recovery!r}")
+        t = self.operation_timeout_in_ms
+        if type(t) is not int or t <= 0:
+            raise ValueError(f"SessionConfig: operation_timeout_in_ms must be a positive int (milliseconds), "
+                             f"got {t!r}")
         n = self.inter_op_parallelism_threads
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"SessionConfig: inter_op_parallelism_threads must be an int >= 1, got {n!r}")

@@ -58,9 +58,20 @@ class _Runner:
 class Session:
     """Runs a graph (see docs/api.md and the module docstring)."""
 
+    def __new__(cls, target: str = "", graph: Optional[Graph] = None, config: Optional[SessionConfig] = None):
+        if cls is Session and isinstance(target, str) and target.startswith("ray://"):
+            from .distributed.master import DistributedSession    # the tasks of a cluster (Ray actors)
+            return super().__new__(DistributedSession)
+        return super().__new__(cls)
+
     def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Optional[SessionConfig] = None):
         if target not in ("", None):
-            raise ValueError(f"Session: only the local in-process target '' is supported, got {target!r}")
+            raise ValueError(f"Session: the target is '' (this process) or 'ray://local', 'ray://auto', "
+                             f"'ray://HOST:PORT' (a cluster of Ray actors), got {target!r}")
+        if config is not None and isinstance(config, SessionConfig) and config.cluster is not None \
+                and type(self) is Session:
+            raise ValueError("Session: SessionConfig(cluster=...) needs a distributed target such as "
+                             "Session(target='ray://local', config=...)")
         if graph is not None and not isinstance(graph, Graph):
             raise TypeError(f"Session: graph must be a Graph, got {type(graph).__name__}")
         if config is not None and not isinstance(config, SessionConfig):
@@ -78,6 +89,7 @@ class Session:
         self._partial_runs = weakref.WeakSet()     # handles alive (a dropped handle is freed by the gc)
         self._device_plans = weakref.WeakSet()     # multi-device plans alive: close() stops their threads
         self._graph_contexts: list = []
+        self._restore_last_checkpoint = None
 
     @property
     def graph(self) -> Graph:
@@ -177,6 +189,20 @@ class Session:
                 self._runners.clear()
             self._runners[key] = runner
         return runner
+
+    # -- variables, for Saver (tracing/save/saver.py) ----------------------------------------
+    def _read_variables(self, variables) -> list:
+        """The current values of `variables` (None where one holds no value)."""
+        return [v._value for v in variables]
+
+    def _assign_variables(self, values: dict) -> None:
+        """Set variables (Variable -> array; checked by the caller)."""
+        for var, value in values.items():
+            var.assign(value)
+
+    def _remember_checkpoint(self, restore) -> None:
+        """A Saver saved a checkpoint with this session; `restore()` would restore it."""
+        self._restore_last_checkpoint = restore
 
     # -- lifecycle ----------------------------------------------------------------------
     def close(self) -> None:

@@ -8,8 +8,8 @@ from .tensor_spec import TensorSpec
 from .function import Function, RetraceWarning, function
 from .concrete import ConcreteFunction
 from .retrace_log import RetraceError, TraceRecord, no_retrace
-from .save import SavedModelError, load, restore_checkpoint, save, save_checkpoint
+from .save import Saver, SavedModelError, load, restore_checkpoint, save, save_checkpoint
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "RetraceError", "RetraceWarning",
-           "TraceRecord", "no_retrace", "save", "load", "save_checkpoint", "restore_checkpoint",
+           "TraceRecord", "no_retrace", "save", "load", "save_checkpoint", "restore_checkpoint", "Saver",
            "SavedModelError"]

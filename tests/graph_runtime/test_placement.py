@@ -110,21 +110,40 @@ def test_a_variables_ops_go_with_the_variable(capsys):
     assert placed["v/Assign"] == placed["v/read"] == placed["v/AssignAdd"] == CPU(1)
 
 
-def test_colocation_conflict_raises_unless_soft():
+def test_a_variables_users_follow_the_variable_whatever_their_scope(capsys):
+    # TF places the users of a resource with the resource: an update made under another device scope runs
+    # where the variable was created (the request of the op's own scope is not a conflict)
     g = gr.Graph()
     with g.as_default():
         with g.device("/cpu:1"):
             v = ek.Variable(np.ones(3, np.float32), name="v")
         with g.device("/cpu:0"):
             up = v.assign_add(np.ones(3, np.float32))
-    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})) as sess:
-        with pytest.raises(InvalidArgumentError, match="Cannot colocate nodes 'v/Assign'.*'/device:CPU:1'.*"
-                                                       "'v/AssignAdd'.*'/device:CPU:0'"):
-            sess.run(up)
-    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2}, allow_soft_placement=True)) as s:
-        s.run(v.initializer)
-        s.run(up)
-        np.testing.assert_array_equal(s.run(v), [2, 2, 2])
+    cfg = gr.SessionConfig(device_count={"CPU": 2}, log_device_placement=True)
+    with gr.Session(graph=g, config=cfg) as sess:
+        sess.run(v.initializer)
+        sess.run(up)
+        np.testing.assert_array_equal(sess.run(v), [2, 2, 2])
+    placed = _placement(capsys)
+    assert placed["v/Assign"] == placed["v/AssignAdd"] == CPU(1)
+
+
+def test_an_update_touching_a_variable_and_its_slot_runs_with_the_variable(capsys):
+    # momentum SGD's update op writes the variable and its slot (an eager variable): one group, on the
+    # variable's device, although the update was built under another device scope
+    g = gr.Graph()
+    with g.as_default():
+        with g.device("/cpu:1"):
+            w = ek.Variable(np.ones(3, np.float32), name="w")
+        with g.device("/cpu:0"):
+            step = ek.optimizers.SGD(0.5, momentum=0.9).apply_gradients([(ek.ones((3,)), w)])
+    cfg = gr.SessionConfig(device_count={"CPU": 2}, log_device_placement=True)
+    with gr.Session(graph=g, config=cfg) as sess:
+        sess.run(w.initializer)
+        sess.run(step)
+        np.testing.assert_allclose(sess.run(w), [0.5, 0.5, 0.5])
+    placed = _placement(capsys)
+    assert placed["w/ResourceApplyKerasMomentum"] == CPU(1)
 
 
 def test_split_mlp_with_gradients_matches_one_device():

@@ -95,14 +95,21 @@ class RestoreStatus:
         return self
 
 
-def save_checkpoint(obj, path: str) -> str:
-    """Write the values of every variable of `obj` to directory `path`; returns the path."""
+def save_checkpoint(obj, path: str, read=None) -> str:
+    """Write the values of every variable of `obj` to directory `path`; returns the path.
+
+    `read(variables) -> values` (default: each variable's own value) reads them where they live: a
+    distributed session's tasks (saver.py)."""
     paths = variable_paths(obj)
     if not paths:
         raise ValueError(f"save_checkpoint: {type(obj).__name__} has no variables")
+    values = read(list(paths.values())) if read is not None else [var.numpy() for var in paths.values()]
     recs, arrays = [], {}
-    for i, (p, var) in enumerate(paths.items()):
-        value = np.asarray(var.numpy())
+    for i, ((p, var), value) in enumerate(zip(paths.items(), values)):
+        if value is None:
+            raise ValueError(f"save_checkpoint: variable {p} ({var.name}) holds no value yet: run its initializer "
+                             f"first")
+        value = np.asarray(value)
         if value.dtype.kind in "OSU":
             raise ValueError(f"save_checkpoint: variable {p} holds strings, which checkpoints do not support")
         arrays[f"v{i}"] = np.array(value, order="C")
@@ -143,8 +150,10 @@ def read_checkpoint(path: str) -> dict:
     return out
 
 
-def restore_checkpoint(obj, path: str, strict: bool = True) -> RestoreStatus:
-    """Assign the values stored in checkpoint `path` to the variables of `obj` (see module docstring)."""
+def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> RestoreStatus:
+    """Assign the values stored in checkpoint `path` to the variables of `obj` (see module docstring).
+
+    `assign({variable: value})` (default: each variable's `assign`) writes them where they live."""
     values = read_checkpoint(path)
     paths = variable_paths(obj)
     status = RestoreStatus(missing=[p for p in paths if p not in values],
@@ -162,7 +171,10 @@ def restore_checkpoint(obj, path: str, strict: bool = True) -> RestoreStatus:
             raise SavedModelError(f"restore_checkpoint({path}): {p} is {v.dtype}{list(v.shape)} in the checkpoint "
                                   f"but the variable is {var.dtype.name}{var.shape}")
         todo.append((p, var, v))
+    if assign is not None:
+        assign({var: v for _, var, v in todo})
     for p, var, v in todo:
-        var.assign(v)
+        if assign is None:
+            var.assign(v)
         status.restored.append(p)
     return status

@@ -1,0 +1,415 @@
+"""`DistributedSession`: a Session whose graph runs on the tasks of a cluster (Ray actors).
+
+`Session(target="ray://local", config=SessionConfig(cluster=ClusterSpec({"ps": 1, "worker": 2})))`
+makes one (TF's master, on the driver):
+
+- on a new (fetches, feeds) it runs the pipeline's stages up to partitioning
+  (`pipeline.partition_request`: prune, place across the cluster's task
+  devices, optimize, one partition per task) and registers each partition
+  with its task as plain data: a GraphDef, feed/return/target names and
+  plain config values (`worker.TaskServer.register`);
+- a step sends each task its feeds (`run`, all tasks at once), tasks
+  exchange tensors directly (transport.py) and each returns the fetched
+  values it owns; the master puts them in the requested structure;
+- variables are named once per session (`_VariableNames`: the same name in
+  every partition, so a task's resource table binds them across runs).
+
+Faults.  A step that fails on a task makes that task abort the step on its
+peers; the master waits for every task, asks the tasks whose part succeeded
+to roll back their variable writes (worker.py), and raises the task's error
+(its class, message and op name; `UnavailableError` naming the task when the
+actor died; `DeadlineExceededError` past the step's deadline,
+`RunOptions.timeout_in_ms` or `SessionConfig.operation_timeout_in_ms`).
+After a task died, the next `run` follows `SessionConfig.task_recovery`:
+"raise" (UnavailableError naming the task), "reinitialize" (a new actor;
+the variables living on it run their initializers again; an eager
+variable's value comes back with its partition) or "restore" (a new actor,
+then every variable is restored from the last checkpoint a `Saver` wrote
+with this session).
+
+Imports sibling modules and `graph_runtime` modules; `ray` only through
+ray_backend.py.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import replace
+
+import numpy as np
+
+from eager import errors as _errors
+
+from ..attr_codecs import EncodeContext
+from ..fetches import fetch_key, resolve_feeds, resolve_fetches
+from ..graph import Graph, GraphKeys
+from ..graph_def import graph_to_graph_def
+from ..operation import GraphTensor, Operation
+from ..pipeline import partition_request
+from ..placement import local_devices, variable_device
+from ..plan import ReturnItem
+from ..run_config import OpStats, SessionConfig
+from ..session import Session
+from . import ray_backend
+from .worker import CONFIG_FIELDS
+
+_GRACE_S = 5.0               # the master waits this much longer than the tasks' own deadline
+_ERRORS = {c.__name__: c for c in (
+    _errors.InvalidArgumentError, _errors.NotFoundError, _errors.FailedPreconditionError,
+    _errors.OutOfRangeError, _errors.UnimplementedError, _errors.UnavailableError,
+    _errors.DeadlineExceededError, _errors.AbortedError)}
+
+
+class _VariableNames(EncodeContext):
+    """An EncodeContext naming each variable once per session (the tasks' resource-table keys)."""
+
+    def __init__(self, registry):
+        super().__init__()
+        self._registry = registry
+
+    def variable_name(self, var) -> str:
+        name = self._registry.name(var)
+        self.variables[name] = var
+        return name
+
+
+class _Registry:
+    """id(Variable) -> session-wide unique name (keeps the variables alive: ids stay unique)."""
+
+    def __init__(self):
+        self._names: dict = {}
+        self._vars: dict = {}
+        self._lock = threading.Lock()
+
+    def name(self, var) -> str:
+        with self._lock:
+            name = self._names.get(id(var))
+            if name is None:
+                base = name = var._name
+                i = 1
+                while name in self._vars:
+                    name = f"{base}_{i}"
+                    i += 1
+                self._names[id(var)] = name
+                self._vars[name] = var
+            return name
+
+
+class _Part:
+    __slots__ = ("task", "reg", "payload", "feed_index", "return_index")
+
+    def __init__(self, task, reg, payload, feed_index, return_index):
+        self.task, self.reg, self.payload = task, reg, payload
+        self.feed_index, self.return_index = feed_index, return_index
+
+
+class _DistRunner:
+    __slots__ = ("parts", "n_returns", "fed_returns", "container", "packer", "graph_defs")
+
+    def __init__(self, parts, n_returns, fed_returns, container, packer, graph_defs):
+        self.parts, self.n_returns, self.fed_returns = parts, n_returns, fed_returns
+        self.container, self.packer, self.graph_defs = container, packer, graph_defs
+
+
+class DistributedSession(Session):
+    """A Session on a cluster of Ray actors (module docstring)."""
+
+    def __init__(self, target: str = "", graph=None, config=None):
+        ray_backend.check_target(target)
+        config = config or SessionConfig()
+        if not isinstance(config, SessionConfig):
+            raise TypeError(f"Session: config must be a SessionConfig, got {type(config).__name__}")
+        if config.cluster is None:
+            config = replace(config, cluster={"worker": 1})
+        if config.inter_op_parallelism_threads != 1:
+            raise _errors.UnimplementedError("a distributed session runs each task's partition in order on that "
+                                             "task; inter_op_parallelism_threads must be 1")
+        super().__init__("", graph, replace(config, device_count={"CPU": 1}))
+        self.target = target
+        self._cluster = self._config.cluster
+        self._tasks = {t.name: t for t in self._cluster.tasks()}
+        self._ray = ray_backend.connect(target)
+        self._actors: dict = {}
+        self._registered: dict = {name: set() for name in self._tasks}
+        self._dead: dict = {}                       # task name -> why
+        self._names = _Registry()
+        self._regs = itertools.count(1)
+        self._steps = itertools.count(1)
+        self._in_flight: set = set()
+        self._lock = threading.Lock()
+        try:
+            for name, task in self._tasks.items():
+                self._actors[name] = ray_backend.start_task(self._ray, task)
+            self._link()
+        except BaseException:
+            self.close()
+            raise
+
+    def _link(self) -> None:
+        self._ray.get([a.set_peers.remote({n: b for n, b in self._actors.items() if n != name})
+                       for name, a in self._actors.items()])
+
+    def list_devices(self) -> list:
+        return list(local_devices(self._config))
+
+    # -- runners -------------------------------------------------------------------------
+    def _make_runner(self, fetches, feed_keys, key):
+        graph = self._graph
+        feeds = resolve_feeds(graph, feed_keys)
+        items, targets, container, packer = resolve_fetches(graph, fetches)
+        req = partition_request(graph, feeds, items, targets, self._config)
+        self.last_optimization_report = req.report
+        config = {k: getattr(self._config, k) for k in CONFIG_FIELDS}
+        parts, defs = [], []
+        for p in req.parts:
+            task = self._cluster.task_of_device(p.device)
+            if task is None:
+                raise _errors.InvalidArgumentError(f"partition for device {p.device} belongs to no task of "
+                                                   f"{self._cluster}")
+            ctx = _VariableNames(self._names)
+            returns = []
+            for r in p.returns:
+                if r.kind == "value":
+                    returns.append(("value", r.tensor.name))
+                else:
+                    returns.append(("var", ctx.variable_name(r.var)))
+            gd = graph_to_graph_def(p.graph, _ctx=ctx)
+            payload = {"graph_def": gd, "feeds": [t.name for _, t in p.feeds], "returns": returns,
+                       "targets": [o.name for o in p.targets], "config": config}
+            parts.append(_Part(task.name, next(self._regs), payload, [i for i, _ in p.feeds],
+                               list(p.return_index)))
+            defs.append(gd)
+        fed_pos = {id(t): i for i, t in enumerate(feeds)}
+        fed_returns = [(i, fed_pos[id(r.tensor)], r.tensor.dtype.np_dtype) for i, r in enumerate(items)
+                       if r.kind == "value" and id(r.tensor) in fed_pos]
+        runner = _DistRunner(parts, len(items), fed_returns, container, packer, defs)
+        if key is not None:
+            self._runners[key] = runner
+        return runner
+
+    def _register(self, runner) -> None:
+        missing = [p for p in runner.parts if p.reg not in self._registered[p.task]]
+        if not missing:
+            return
+        refs = [self._actors[p.task].register.remote(p.reg, p.payload) for p in missing]
+        for p, ref in zip(missing, refs):
+            status = self._wait_one(p.task, ref, None)
+            if status is not None:
+                raise status
+            self._registered[p.task].add(p.reg)
+
+    def _wait_one(self, task, ref, timeout):
+        """None, or the exception to raise for `ref` (a call to `task`)."""
+        try:
+            self._ray.get(ref, timeout=timeout)
+            return None
+        except Exception as e:      # noqa: BLE001
+            return self._failure(task, e)
+
+    def _failure(self, task, e) -> BaseException:
+        if ray_backend.is_actor_death(self._ray, e):
+            self._dead[task] = str(e).splitlines()[0] if str(e) else type(e).__name__
+            return _errors.UnavailableError(f"task {task} is unavailable: its actor died ({self._dead[task]})")
+        cause = getattr(e, "cause", None)
+        if isinstance(cause, _errors.OpError):
+            return cause
+        return _errors.UnavailableError(f"task {task} failed: {type(e).__name__}: {e}")
+
+    # -- running -------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        t = type(fetches)
+        fkey = fetches if t is GraphTensor or t is Operation else fetch_key(fetches)
+        key = (fkey, *feed_dict) if feed_dict else (fkey,)
+        runner = self._runners.get(key)
+        if runner is None:
+            runner = self._make_runner(fetches, list(feed_dict) if feed_dict else [], key)
+        return self._step(runner, list(feed_dict.values()) if feed_dict else [], options, run_metadata)
+
+    def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        feed_list = list(feed_list or [])
+        runner = self._make_runner(fetches, feed_list, None)
+
+        def call(*feed_values, options=None, run_metadata=None):
+            if len(feed_values) != len(feed_list):
+                raise TypeError(f"this callable takes {len(feed_list)} feed values, got {len(feed_values)}")
+            if self._closed:
+                raise RuntimeError("Attempted to use a closed Session.")
+            return self._step(runner, list(feed_values), options, run_metadata)
+
+        return call
+
+    def partial_run_setup(self, fetches, feeds=None):
+        raise _errors.UnimplementedError("partial runs are not supported by distributed sessions yet; use run()")
+
+    def _step(self, runner, vals, options, run_metadata):
+        self._recover()
+        self._register(runner)
+        ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms else
+              self._config.operation_timeout_in_ms)
+        timeout_s = ms / 1000.0
+        trace = bool(options is not None and options.trace_level)
+        with self._lock:
+            step = next(self._steps)
+            self._in_flight.add(step)
+            oldest = min(self._in_flight)
+        try:
+            refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s,
+                                                    oldest, trace) for p in runner.parts]
+            results = self._gather(runner, step, refs, timeout_s + _GRACE_S)
+        finally:
+            with self._lock:
+                self._in_flight.discard(step)
+        out = [None] * runner.n_returns
+        for p, res in zip(runner.parts, results):
+            for i, v in zip(p.return_index, res[1]):
+                out[i] = v
+            if trace and run_metadata is not None and res[2]:
+                run_metadata.step_stats.extend(OpStats(n, ty, s, d, (), dev, b, sv)
+                                               for n, ty, s, d, dev, b, sv in res[2])
+        for i, j, dtype in runner.fed_returns:
+            out[i] = np.asarray(vals[j], dtype=dtype)
+        if options is not None and run_metadata is not None and options.output_partition_graphs:
+            run_metadata.partition_graphs = list(runner.graph_defs)
+        if runner.container == "single":
+            out = out[0]
+        elif runner.container == "tuple":
+            out = tuple(out)
+        return out if runner.packer is None else runner.packer(out)
+
+    def _gather(self, runner, step, refs, wait_s):
+        """Every task's result of `step`; on a failure: abort, roll back, raise (module docstring)."""
+        ray = self._ray
+        tasks = {r: p.task for r, p in zip(refs, runner.parts)}
+        results: dict = {}
+        error = None
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1, timeout=wait_s)
+            if not ready:
+                error = error or _errors.DeadlineExceededError(
+                    f"step {step} did not finish within {wait_s - _GRACE_S:.3g} s on tasks "
+                    f"{sorted(tasks[r] for r in pending)}")
+                self._abort(step, runner, str(error))
+                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_GRACE_S)
+                for r in pending:
+                    self._dead[tasks[r]] = "did not answer after its step was aborted"
+                pending = []
+            for r in ready:
+                try:
+                    res = ray.get(r)
+                except Exception as e:      # noqa: BLE001 - the actor died or Ray failed
+                    res = None
+                    exc = self._failure(tasks[r], e)
+                else:
+                    exc = None if res[0] == "ok" else self._rebuild(tasks[r], res)
+                results[r] = res
+                if exc is not None and error is None:
+                    error = exc
+                    self._abort(step, runner, f"{tasks[r]} failed: {exc}")
+        if error is None:
+            return [results[r] for r in refs]
+        ok = [tasks[r] for r in refs if results.get(r) is not None and results[r][0] == "ok"]
+        rollbacks = [self._actors[t].rollback.remote(step) for t in ok if t not in self._dead]
+        for t, ref in zip([t for t in ok if t not in self._dead], rollbacks):
+            self._wait_one(t, ref, wait_s)
+        raise error
+
+    def _abort(self, step, runner, why) -> None:
+        for p in runner.parts:
+            if p.task not in self._dead:
+                self._actors[p.task].abort.remote(step, why)
+
+    @staticmethod
+    def _rebuild(task, record) -> BaseException:
+        _, cls_name, message, op_name = record
+        cls = _ERRORS.get(cls_name)
+        if cls is None:
+            return _errors.InvalidArgumentError(f"on task {task}: {cls_name}: {message}", op_name=op_name)
+        return cls(f"{message} (on task {task})", op_name=op_name)
+
+    # -- recovery ------------------------------------------------------------------------
+    def _recover(self) -> None:
+        if not self._dead:
+            return
+        dead = dict(self._dead)
+        policy = self._config.task_recovery
+        if policy == "raise":
+            raise _errors.UnavailableError(
+                f"task(s) {sorted(dead)} of this session died ({'; '.join(dead.values())}); with "
+                f"SessionConfig(task_recovery='raise') the session cannot run again: make a new Session, or "
+                f"choose task_recovery='reinitialize' or 'restore'")
+        if policy == "restore" and self._restore_last_checkpoint is None:
+            raise _errors.FailedPreconditionError(
+                f"task(s) {sorted(dead)} died and task_recovery='restore', but no checkpoint was saved with this "
+                f"session yet (Saver.save(sess, path)); nothing to restore from")
+        for name in dead:
+            ray_backend.stop_task(self._ray, self._actors[name])
+            self._actors[name] = ray_backend.start_task(self._ray, self._tasks[name])
+            self._registered[name] = set()
+        self._link()
+        self._dead.clear()
+        if policy == "restore":
+            self._restore_last_checkpoint()
+        else:
+            inits = [v.initializer for v in self._graph_variables()
+                     if getattr(v, "initializer", None) is not None and self.variable_task(v) in dead]
+            if inits:
+                self.run(inits)
+
+    def _graph_variables(self) -> list:
+        return list(self._graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+
+    # -- variables (Saver) -------------------------------------------------------------------
+    def variable_task(self, var) -> str:
+        """The task `var` lives on."""
+        return self._cluster.task_of_device(variable_device(self._graph, var, self._config)).name
+
+    def _read_variables(self, variables) -> list:
+        """Current values of `variables` (None where a variable holds no value yet), from their tasks."""
+        self._recover()
+        by_task: dict = {}
+        for i, v in enumerate(variables):
+            by_task.setdefault(self.variable_task(v), []).append(i)
+        out = [None] * len(variables)
+        for task, idx in by_task.items():
+            ref = self._actors[task].read_variables.remote([self._names.name(variables[i]) for i in idx])
+            try:
+                vals = self._ray.get(ref, timeout=self._config.operation_timeout_in_ms / 1000)
+            except Exception as e:      # noqa: BLE001
+                raise self._failure(task, e) from None
+            for i, val in zip(idx, vals):
+                out[i] = val
+        return out
+
+    def _assign_variables(self, values: dict) -> None:
+        """Set variables (Variable -> array) on their tasks (made there first if no run used them yet);
+        each task checks all its values before it changes any."""
+        self._recover()
+        by_task: dict = {}
+        for v, val in values.items():
+            ctx = by_task.setdefault(self.variable_task(v), (_VariableNames(self._names), {}))
+            ctx[1][ctx[0].variable_name(v)] = val
+        refs = {}
+        for task, (ctx, vals) in by_task.items():
+            records = graph_to_graph_def(Graph(), _ctx=ctx)["variables"]
+            refs[task] = self._actors[task].assign_variables.remote(vals, records)
+        for task, ref in refs.items():
+            try:
+                self._ray.get(ref, timeout=self._config.operation_timeout_in_ms / 1000)
+            except Exception as e:      # noqa: BLE001
+                raise self._failure(task, e) from None
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def close(self) -> None:
+        if getattr(self, "_actors", None):
+            for a in self._actors.values():
+                ray_backend.stop_task(self._ray, a)
+            self._actors = {}
+        super().close()
+
+    def __repr__(self):
+        return f"<Session target={self.target!r} cluster={self._cluster!r}{' closed' if self._closed else ''}>"

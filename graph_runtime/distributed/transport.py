@@ -1,0 +1,118 @@
+"""Cross-task `_Send`/`_Recv`: a task's mailbox, and the per-step rendezvous its partitions run with.
+
+Every task (a Ray actor, worker.py) has one `Mailbox`, keyed by (step id,
+rendezvous key).  While a task runs its partition of step s, the thread's
+current rendezvous (rendezvous.set_current) is a `StepRendezvous(s)`:
+
+- `send(key, value)`: the key names the destination device
+  (`"tensor;src;dst"`, partition.py); a value for a device of this task goes
+  into the local mailbox, any other is delivered straight to the destination
+  task's actor (`deliver(step, key, value)`, a one-way actor call: the driver
+  is not in the data path);
+- `recv(key)`: waits for (s, key) in the local mailbox until the step's
+  deadline (`DeadlineExceededError` naming the key and the sender) or until
+  the step is aborted (`AbortedError`, raised when the driver calls
+  `abort(s, why)` because another task failed or died).
+
+Values that arrive for a step before the task starts running it wait in the
+mailbox; `finish(s)` drops what a step left behind, and late arrivals for a
+finished step are dropped too (bounded memory).
+
+Imports `eager.errors` only.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from typing import Any, Callable, Optional
+
+from eager.errors import AbortedError, DeadlineExceededError
+
+_FINISHED_KEPT = 4096       # ids of finished steps remembered, to drop late arrivals
+
+
+class Mailbox:
+    """(step, key) -> value, with per-step abort reasons; thread-safe."""
+
+    def __init__(self):
+        self._values: dict = {}
+        self._aborted: dict = {}
+        self._finished: OrderedDict = OrderedDict()
+        self._cond = threading.Condition()
+
+    def put(self, step: int, key: str, value: Any) -> None:
+        with self._cond:
+            if step in self._finished:
+                return                          # the step ended (aborted): nobody will receive it
+            if (step, key) in self._values:
+                raise RuntimeError(f"rendezvous: key {key!r} was sent twice in step {step}")
+            self._values[(step, key)] = value
+            self._cond.notify_all()
+
+    def get(self, step: int, key: str, deadline: float, sender: str) -> Any:
+        with self._cond:
+            while (step, key) not in self._values:
+                why = self._aborted.get(step)
+                if why is not None:
+                    raise AbortedError(f"step {step} was aborted while waiting for {key!r} from {sender}: {why}",
+                                       op_name="_Recv")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise DeadlineExceededError(
+                        f"step {step}: timed out waiting for {key!r} from {sender} (RunOptions.timeout_in_ms / "
+                        f"SessionConfig.operation_timeout_in_ms)", op_name="_Recv")
+                self._cond.wait(left)
+            return self._values.pop((step, key))
+
+    def abort(self, step: int, why: str) -> None:
+        with self._cond:
+            self._aborted.setdefault(step, why)
+            self._cond.notify_all()
+
+    def aborted(self, step: int) -> Optional[str]:
+        with self._cond:
+            return self._aborted.get(step)
+
+    def finish(self, step: int) -> None:
+        with self._cond:
+            for k in [k for k in self._values if k[0] == step]:
+                del self._values[k]
+            self._aborted.pop(step, None)
+            self._finished[step] = True
+            while len(self._finished) > _FINISHED_KEPT:
+                self._finished.popitem(last=False)
+
+
+def destination_task(key: str) -> str:
+    """The task prefix (`/job:J/replica:R/task:T`) of a rendezvous key's destination device."""
+    dst = key.rsplit(";", 1)[-1]
+    return dst.rsplit("/device:", 1)[0]
+
+
+def source_task(key: str) -> str:
+    parts = key.split(";")
+    return parts[-2].rsplit("/device:", 1)[0] if len(parts) >= 3 else "another task"
+
+
+class StepRendezvous:
+    """The rendezvous of one step on one task (module docstring); made by the task for each run."""
+
+    __slots__ = ("step", "task", "mailbox", "deliver", "deadline")
+
+    def __init__(self, step: int, task: str, mailbox: Mailbox, deliver: Callable, deadline: float):
+        self.step = step
+        self.task = task
+        self.mailbox = mailbox
+        self.deliver = deliver          # deliver(task name, step, key, value): to another task
+        self.deadline = deadline
+
+    def send(self, key: str, value: Any) -> None:
+        dst = destination_task(key)
+        if dst == self.task:
+            self.mailbox.put(self.step, key, value)
+        else:
+            self.deliver(dst, self.step, key, value)
+
+    def recv(self, key: str) -> Any:
+        return self.mailbox.get(self.step, key, self.deadline, source_task(key))
