@@ -45,6 +45,7 @@ from .timeline import Timeline
 from .attr_codecs import register_attr_codec
 from .graph_def import write_graph, read_graph, GRAPH_DEF_VERSION
 from .graph_import import import_graph_def
+from . import distributed  # noqa: F401,E402 - Session(target='ray://...') (ray is imported only then)
 from . import control_flow  # noqa: F401,E402 - registers the cond/while_loop/switch_case graph builders
 from .passes import optimize, OptimizationReport  # noqa: E402 - graph optimizer (issue 4)
 

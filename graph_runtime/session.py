@@ -18,6 +18,8 @@ session (for `Tensor.eval`/`Operation.run`) and its graph the default graph
 default session.
 
 Partial runs (`partial_run_setup` / `partial_run`): partial_run.py.
+`Session(target="ray://...")` makes the subclass registered for that target
+prefix in `TARGET_SESSIONS` (graph_runtime/distributed: a cluster of Ray actors).
 
 Imports sibling modules only.
 """
@@ -44,6 +46,9 @@ __all__ = ["Session", "SessionConfig", "RunOptions", "RunMetadata", "OpStats", "
 
 _MAX_CACHED_RUNNERS = 1024
 
+# target prefix -> the Session subclass serving it (registered by graph_runtime.distributed: "ray://")
+TARGET_SESSIONS: dict = {}
+
 
 class _Runner:
     __slots__ = ("plan", "fn", "packer")
@@ -59,9 +64,10 @@ class Session:
     """Runs a graph (see docs/api.md and the module docstring)."""
 
     def __new__(cls, target: str = "", graph: Optional[Graph] = None, config: Optional[SessionConfig] = None):
-        if cls is Session and isinstance(target, str) and target.startswith("ray://"):
-            from .distributed.master import DistributedSession    # the tasks of a cluster (Ray actors)
-            return super().__new__(DistributedSession)
+        if cls is Session and isinstance(target, str):
+            for prefix, session_class in TARGET_SESSIONS.items():
+                if target.startswith(prefix):       # e.g. "ray://": distributed/master.py
+                    return super().__new__(session_class)
         return super().__new__(cls)
 
     def __init__(self, target: str = "", graph: Optional[Graph] = None, config: Optional[SessionConfig] = None):

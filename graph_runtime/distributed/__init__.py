@@ -12,3 +12,11 @@ session is made.
 
 Imports `eager`, `graph_runtime` modules, and `ray` (lazily).
 """
+
+from ..session import TARGET_SESSIONS
+from .master import DistributedSession
+from .ray_backend import TARGET_PREFIX
+
+TARGET_SESSIONS[TARGET_PREFIX] = DistributedSession
+
+__all__ = ["DistributedSession"]

@@ -53,6 +53,7 @@ from ..session import Session
 from . import ray_backend
 from .worker import CONFIG_FIELDS
 
+_FAST_WAIT_S = 0.25          # how long a step's results are awaited in one call before watching each task
 _GRACE_S = 5.0               # the master waits this much longer than the tasks' own deadline
 _ERRORS = {c.__name__: c for c in (
     _errors.InvalidArgumentError, _errors.NotFoundError, _errors.FailedPreconditionError,
@@ -283,6 +284,12 @@ class DistributedSession(Session):
     def _gather(self, runner, step, refs, wait_s):
         """Every task's result of `step`; on a failure: abort, roll back, raise (module docstring)."""
         ray = self._ray
+        try:        # the common case: every task answers soon (a failing task aborts its peers itself)
+            results = ray.get(refs, timeout=_FAST_WAIT_S)
+            if all(r[0] == "ok" for r in results):
+                return results
+        except Exception:       # noqa: BLE001 - slow step, dead actor or Ray error: the careful path below
+            pass
         tasks = {r: p.task for r, p in zip(refs, runner.parts)}
         results: dict = {}
         error = None

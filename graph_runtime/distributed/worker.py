@@ -143,6 +143,10 @@ class TaskServer:
         except Exception as e:            # noqa: BLE001 - reported to the master as data
             self._restore(before, {n: v._value for n, v in self.variables.items()})
             self._mailbox.finish(step)
+            if not isinstance(e, _errors.AbortedError):
+                why = f"{self.task} failed: {type(e).__name__}: {e}"
+                for peer in self._peers.values():       # nobody waits for what this task will not send
+                    peer.abort.remote(step, why)
             return error_record(e)
         finally:
             set_current(None)
