@@ -21,7 +21,7 @@ Partial runs (`partial_run_setup` / `partial_run`): partial_run.py.
 `Session(target="ray://...")` makes the subclass registered for that target
 prefix in `TARGET_SESSIONS` (graph_runtime/distributed: a cluster of Ray actors).
 
-Imports sibling modules only.
+Imports sibling modules and `eager.variables` (the assign kernel, for Saver restores).
 """
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Optional
+
+from eager.variables import _assign_kernel
 
 from .fetches import fetch_key, resolve_feeds, resolve_fetches
 from .graph import Graph, get_default_graph
@@ -201,10 +203,10 @@ class Session:
         """The current values of `variables` (None where one holds no value)."""
         return [v._value for v in variables]
 
-    def _assign_variables(self, values: dict) -> None:
-        """Set variables (Variable -> array; checked by the caller)."""
-        for var, value in values.items():
-            var.assign(value)
+    def _assign_variables(self, pairs) -> None:
+        """Set variables ((Variable, array) pairs; checked by the caller)."""
+        for var, value in pairs:
+            _assign_kernel(value, var)     # the AssignVariableOp kernel: checked, under the variable's lock
 
     def _remember_checkpoint(self, restore) -> None:
         """A Saver saved a checkpoint with this session; `restore()` would restore it."""

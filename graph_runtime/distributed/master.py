@@ -353,8 +353,8 @@ class DistributedSession(Session):
             raise _errors.FailedPreconditionError(
                 f"task(s) {sorted(dead)} died and task_recovery='restore', but no checkpoint was saved with this "
                 f"session yet (Saver.save(sess, path)); nothing to restore from")
+        ray_backend.stop_tasks(self._ray, [self._actors[name] for name in dead])
         for name in dead:
-            ray_backend.stop_task(self._ray, self._actors[name])
             self._actors[name] = ray_backend.start_task(self._ray, self._tasks[name])
             self._registered[name] = set()
         self._link()
@@ -392,12 +392,12 @@ class DistributedSession(Session):
                 out[i] = val
         return out
 
-    def _assign_variables(self, values: dict) -> None:
-        """Set variables (Variable -> array) on their tasks (made there first if no run used them yet);
+    def _assign_variables(self, pairs) -> None:
+        """Set variables ((Variable, array) pairs) on their tasks (made there first if no run used them yet);
         each task checks all its values before it changes any."""
         self._recover()
         by_task: dict = {}
-        for v, val in values.items():
+        for v, val in pairs:
             ctx = by_task.setdefault(self.variable_task(v), (_VariableNames(self._names), {}))
             ctx[1][ctx[0].variable_name(v)] = val
         refs = {}
@@ -413,8 +413,7 @@ class DistributedSession(Session):
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
         if getattr(self, "_actors", None):
-            for a in self._actors.values():
-                ray_backend.stop_task(self._ray, a)
+            ray_backend.stop_tasks(self._ray, list(self._actors.values()))
             self._actors = {}
         super().close()
 

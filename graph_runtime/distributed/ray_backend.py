@@ -81,11 +81,17 @@ def start_task(ray, task):
     return actor
 
 
-def stop_task(ray, actor) -> None:
-    try:
-        ray.kill(actor, no_restart=True)
-    except Exception:           # noqa: BLE001 - already gone
-        pass
+def stop_tasks(ray, actors, wait_s: float = 10.0) -> None:
+    """Kill `actors` and wait (up to `wait_s`) until they are gone: `ray.kill` only starts the kill."""
+    probes = []
+    for actor in actors:
+        try:
+            ray.kill(actor, no_restart=True)
+            probes.append(actor.ping.remote())
+        except Exception:       # noqa: BLE001 - already gone
+            pass
+    if probes:
+        ray.wait(probes, num_returns=len(probes), timeout=wait_s)
 
 
 def is_actor_death(ray, e: BaseException) -> bool:

@@ -153,7 +153,7 @@ def read_checkpoint(path: str) -> dict:
 def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> RestoreStatus:
     """Assign the values stored in checkpoint `path` to the variables of `obj` (see module docstring).
 
-    `assign({variable: value})` (default: each variable's `assign`) writes them where they live."""
+    `assign([(variable, value), ...])` (default: each variable's `assign`) writes them where they live."""
     values = read_checkpoint(path)
     paths = variable_paths(obj)
     status = RestoreStatus(missing=[p for p in paths if p not in values],
@@ -172,7 +172,7 @@ def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> Rest
                                   f"but the variable is {var.dtype.name}{var.shape}")
         todo.append((p, var, v))
     if assign is not None:
-        assign({var: v for _, var, v in todo})
+        assign([(var, v) for _, var, v in todo])
     for p, var, v in todo:
         if assign is None:
             var.assign(v)
