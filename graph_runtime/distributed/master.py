@@ -53,6 +53,7 @@ from ..session import Session
 from . import ray_backend
 from .worker import CONFIG_FIELDS
 
+_MAX_CACHED_RUNNERS = 256     # distinct (fetches, feeds) kept registered on the tasks
 _FAST_WAIT_S = 0.25          # how long a step's results are awaited in one call before watching each task
 _GRACE_S = 5.0               # the master waits this much longer than the tasks' own deadline
 _ERRORS = {c.__name__: c for c in (
@@ -185,6 +186,14 @@ class DistributedSession(Session):
                        if r.kind == "value" and id(r.tensor) in fed_pos]
         runner = _DistRunner(parts, len(items), fed_returns, container, packer, defs)
         if key is not None:
+            if len(self._runners) >= _MAX_CACHED_RUNNERS:    # forget old partitions here and on the tasks
+                old = [p for r in self._runners.values() for p in r.parts]
+                self._runners.clear()
+                for task in self._registered:
+                    regs = [p.reg for p in old if p.task == task]
+                    self._registered[task].difference_update(regs)
+                    if task not in self._dead:
+                        self._actors[task].forget.remote(regs)
             self._runners[key] = runner
         return runner
 

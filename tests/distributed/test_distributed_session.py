@@ -176,3 +176,33 @@ def test_close_releases_the_actors(ray_local):
     for a in actors:
         with pytest.raises(Exception):
             ray_local.get(a.ping.remote(), timeout=30)
+
+
+def test_steps_from_several_threads_run_concurrently_without_losing_updates(ray_local):
+    import threading
+    g = gr.Graph()
+    with g.as_default():
+        with gr.device("/job:ps/task:0"):
+            c = ek.Variable(np.array(0, np.int64), name="counter")
+        with gr.device("/job:worker/task:0"):
+            one = ek.constant(np.int64(1)) * ek.constant(np.int64(1))
+        bump = c.assign_add(one)           # worker 0 computes the increment, the ps applies it
+        init = gr.global_variables_initializer()
+    with gr.Session("ray://local", graph=g, config=cluster_config()) as sess:
+        sess.run(init)
+        errors = []
+
+        def work():
+            try:
+                for _ in range(15):
+                    sess.run(bump)
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+        threads = [threading.Thread(target=work) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        assert sess.run(c) == 60
