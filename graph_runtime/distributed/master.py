@@ -7,12 +7,12 @@ makes one (TF's master, on the driver):
   (`pipeline.partition_request`: prune, place across the cluster's task
   devices, optimize, one partition per task) and registers each partition
   with its task as plain data: a GraphDef, feed/return/target names and
-  plain config values (`worker.TaskServer.register`);
+  plain config values (payloads.py; `worker.TaskServer.register`);
 - a step sends each task its feeds (`run`, all tasks at once), tasks
   exchange tensors directly (transport.py) and each returns the fetched
   values it owns; the master puts them in the requested structure;
-- variables are named once per session (`_VariableNames`: the same name in
-  every partition, so a task's resource table binds them across runs).
+- variables are named once per session (payloads.VariableRegistry: the same
+  name in every partition, so a task's resource table binds them across runs).
 
 Faults.  A step that fails on a task makes that task abort the step on its
 peers; the master waits for every task, asks the tasks whose part succeeded
@@ -40,17 +40,16 @@ import numpy as np
 
 from eager import errors as _errors
 
-from ..attr_codecs import EncodeContext
 from ..fetches import fetch_key, resolve_feeds, resolve_fetches
 from ..graph import Graph, GraphKeys
 from ..graph_def import graph_to_graph_def
 from ..operation import GraphTensor, Operation
 from ..pipeline import partition_request
 from ..placement import local_devices, variable_device
-from ..plan import ReturnItem
 from ..run_config import OpStats, SessionConfig
 from ..session import Session
 from . import ray_backend
+from .payloads import VariableNames, VariableRegistry, build_runner
 from .worker import CONFIG_FIELDS
 
 _MAX_CACHED_RUNNERS = 256     # distinct (fetches, feeds) kept registered on the tasks
@@ -60,57 +59,6 @@ _ERRORS = {c.__name__: c for c in (
     _errors.InvalidArgumentError, _errors.NotFoundError, _errors.FailedPreconditionError,
     _errors.OutOfRangeError, _errors.UnimplementedError, _errors.UnavailableError,
     _errors.DeadlineExceededError, _errors.AbortedError)}
-
-
-class _VariableNames(EncodeContext):
-    """An EncodeContext naming each variable once per session (the tasks' resource-table keys)."""
-
-    def __init__(self, registry):
-        super().__init__()
-        self._registry = registry
-
-    def variable_name(self, var) -> str:
-        name = self._registry.name(var)
-        self.variables[name] = var
-        return name
-
-
-class _Registry:
-    """id(Variable) -> session-wide unique name (keeps the variables alive: ids stay unique)."""
-
-    def __init__(self):
-        self._names: dict = {}
-        self._vars: dict = {}
-        self._lock = threading.Lock()
-
-    def name(self, var) -> str:
-        with self._lock:
-            name = self._names.get(id(var))
-            if name is None:
-                base = name = var._name
-                i = 1
-                while name in self._vars:
-                    name = f"{base}_{i}"
-                    i += 1
-                self._names[id(var)] = name
-                self._vars[name] = var
-            return name
-
-
-class _Part:
-    __slots__ = ("task", "reg", "payload", "feed_index", "return_index")
-
-    def __init__(self, task, reg, payload, feed_index, return_index):
-        self.task, self.reg, self.payload = task, reg, payload
-        self.feed_index, self.return_index = feed_index, return_index
-
-
-class _DistRunner:
-    __slots__ = ("parts", "n_returns", "fed_returns", "container", "packer", "graph_defs")
-
-    def __init__(self, parts, n_returns, fed_returns, container, packer, graph_defs):
-        self.parts, self.n_returns, self.fed_returns = parts, n_returns, fed_returns
-        self.container, self.packer, self.graph_defs = container, packer, graph_defs
 
 
 class DistributedSession(Session):
@@ -134,7 +82,7 @@ class DistributedSession(Session):
         self._actors: dict = {}
         self._registered: dict = {name: set() for name in self._tasks}
         self._dead: dict = {}                       # task name -> why
-        self._names = _Registry()
+        self._names = VariableRegistry()
         self._regs = itertools.count(1)
         self._steps = itertools.count(1)
         self._in_flight: set = set()
@@ -161,30 +109,8 @@ class DistributedSession(Session):
         items, targets, container, packer = resolve_fetches(graph, fetches)
         req = partition_request(graph, feeds, items, targets, self._config)
         self.last_optimization_report = req.report
-        config = {k: getattr(self._config, k) for k in CONFIG_FIELDS}
-        parts, defs = [], []
-        for p in req.parts:
-            task = self._cluster.task_of_device(p.device)
-            if task is None:
-                raise _errors.InvalidArgumentError(f"partition for device {p.device} belongs to no task of "
-                                                   f"{self._cluster}")
-            ctx = _VariableNames(self._names)
-            returns = []
-            for r in p.returns:
-                if r.kind == "value":
-                    returns.append(("value", r.tensor.name))
-                else:
-                    returns.append(("var", ctx.variable_name(r.var)))
-            gd = graph_to_graph_def(p.graph, _ctx=ctx)
-            payload = {"graph_def": gd, "feeds": [t.name for _, t in p.feeds], "returns": returns,
-                       "targets": [o.name for o in p.targets], "config": config}
-            parts.append(_Part(task.name, next(self._regs), payload, [i for i, _ in p.feeds],
-                               list(p.return_index)))
-            defs.append(gd)
-        fed_pos = {id(t): i for i, t in enumerate(feeds)}
-        fed_returns = [(i, fed_pos[id(r.tensor)], r.tensor.dtype.np_dtype) for i, r in enumerate(items)
-                       if r.kind == "value" and id(r.tensor) in fed_pos]
-        runner = _DistRunner(parts, len(items), fed_returns, container, packer, defs)
+        runner = build_runner(req, feeds, items, container, packer, self._cluster, self._names, self._regs,
+                              {k: getattr(self._config, k) for k in CONFIG_FIELDS})
         if key is not None:
             if len(self._runners) >= _MAX_CACHED_RUNNERS:    # forget old partitions here and on the tasks
                 old = [p for r in self._runners.values() for p in r.parts]
@@ -407,7 +333,7 @@ class DistributedSession(Session):
         self._recover()
         by_task: dict = {}
         for v, val in pairs:
-            ctx = by_task.setdefault(self.variable_task(v), (_VariableNames(self._names), {}))
+            ctx = by_task.setdefault(self.variable_task(v), (VariableNames(self._names), {}))
             ctx[1][ctx[0].variable_name(v)] = val
         refs = {}
         for task, (ctx, vals) in by_task.items():
