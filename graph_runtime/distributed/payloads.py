@@ -39,25 +39,16 @@ class VariableNames(EncodeContext):
 
 
 class VariableRegistry:
-    """id(Variable) -> session-wide unique name (keeps the variables alive: ids stay unique)."""
+    """id(Variable) -> session-wide unique name: one GraphDef naming context kept for the session's lifetime
+    (it holds the variables, so ids stay unique)."""
 
     def __init__(self):
-        self._names: dict = {}
-        self._vars: dict = {}
+        self._ctx = EncodeContext()
         self._lock = threading.Lock()
 
     def name(self, var) -> str:
         with self._lock:
-            name = self._names.get(id(var))
-            if name is None:
-                base = name = var._name
-                i = 1
-                while name in self._vars:
-                    name = f"{base}_{i}"
-                    i += 1
-                self._names[id(var)] = name
-                self._vars[name] = var
-            return name
+            return self._ctx.variable_name(var)
 
 
 class TaskPart:
