@@ -23,6 +23,10 @@ device's ops (names kept), in the original creation order:
   variables it reads after the run see every write of the step.
 
 If/While/Case ops are single ops: their bodies run whole on their device.
+An op that overwrites an input's buffer (the memory pass's
+`InplaceElementwise`, `OpDef.extra["writes_input"]`) becomes its
+out-of-place op when that input comes from another device: the received
+buffer is the sender's (or, between processes, a read-only deserialized one).
 Each partition keeps the global creation order, which is a topological order
 of the whole step: run sequentially per device ("creation" schedule), a
 `_Recv` only waits for a `_Send` earlier in that order, so A->B->A chains do
@@ -181,7 +185,13 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
         part = parts[d]
         ins = tuple(value_in(t, d) for t in op._inputs)
         ctrl = tuple(control_in(c, d) for c in op._control_inputs if id(c) in made)   # else: fed, not run
-        new = part.graph._create_op(op._opdef, ins, op._attrs, op._name,
+        opdef, attrs = op._opdef, op._attrs
+        writes = opdef.extra.get("writes_input")
+        if writes is not None:
+            t = op._inputs[attrs[writes[0]]]
+            if id(t) in fed or where[id(t._op)] != d:     # never write into a buffer from another device
+                opdef, attrs = writes[1](attrs)
+        new = part.graph._create_op(opdef, ins, attrs, op._name,
                                     [Spec(o._shape._dims, o._dtype, o._static_value) for o in op._outputs],
                                     ctrl, d, op._frames)
         part.graph._name_counts.setdefault(op._name, 1)

@@ -6,9 +6,15 @@ current rendezvous (rendezvous.set_current) is a `StepRendezvous(s)`:
 
 - `send(key, value)`: the key names the destination device
   (`"tensor;src;dst"`, partition.py); a value for a device of this task goes
-  into the local mailbox, any other is delivered straight to the destination
-  task's actor (`deliver(step, key, value)`, a one-way actor call: the driver
-  is not in the data path);
+  into the local mailbox, any other into an outbox per destination task;
+- `flush()` delivers each destination's outbox straight to that task's actor
+  in one one-way actor call (`deliver(step, [(key, value), ...])`: the
+  driver is not in the data path).  The task flushes before every `_Recv`
+  that has to wait and at the end of its partition, so nothing it sent is
+  held while it waits (no deadlock), and the sends made between two waits
+  travel together: an actor call costs far more than a small op (the ps of
+  a data-parallel step sends every parameter to every worker in one call
+  per worker instead of one per parameter);
 - `recv(key)`: waits for (s, key) in the local mailbox until the step's
   deadline (`DeadlineExceededError` naming the key and the sender) or until
   the step is aborted (`AbortedError`, raised when the driver calls
@@ -65,6 +71,14 @@ class Mailbox:
                 self._cond.wait(left)
             return self._values.pop((step, key))
 
+    def has(self, step: int, key: str) -> bool:
+        with self._cond:
+            return (step, key) in self._values
+
+    def put_many(self, step: int, items) -> None:
+        for key, value in items:
+            self.put(step, key, value)
+
     def abort(self, step: int, why: str) -> None:
         with self._cond:
             self._aborted.setdefault(step, why)
@@ -98,21 +112,30 @@ def source_task(key: str) -> str:
 class StepRendezvous:
     """The rendezvous of one step on one task (module docstring); made by the task for each run."""
 
-    __slots__ = ("step", "task", "mailbox", "deliver", "deadline")
+    __slots__ = ("step", "task", "mailbox", "deliver", "deadline", "outbox")
 
     def __init__(self, step: int, task: str, mailbox: Mailbox, deliver: Callable, deadline: float):
         self.step = step
         self.task = task
         self.mailbox = mailbox
-        self.deliver = deliver          # deliver(task name, step, key, value): to another task
+        self.deliver = deliver          # deliver(task name, step, [(key, value), ...]): to another task
         self.deadline = deadline
+        self.outbox: dict = {}
 
     def send(self, key: str, value: Any) -> None:
         dst = destination_task(key)
         if dst == self.task:
             self.mailbox.put(self.step, key, value)
         else:
-            self.deliver(dst, self.step, key, value)
+            self.outbox.setdefault(dst, []).append((key, value))
+
+    def flush(self) -> None:
+        if self.outbox:
+            out, self.outbox = self.outbox, {}
+            for dst, items in out.items():
+                self.deliver(dst, self.step, items)
 
     def recv(self, key: str) -> Any:
+        if self.outbox and not self.mailbox.has(self.step, key):
+            self.flush()
         return self.mailbox.get(self.step, key, self.deadline, source_task(key))

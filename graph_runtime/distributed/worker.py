@@ -107,18 +107,19 @@ class TaskServer:
                 self._plans.pop(r, None)
 
     # -- steps ---------------------------------------------------------------------------
-    def deliver(self, step: int, key: str, value) -> None:
-        self._mailbox.put(step, key, value)
+    def deliver(self, step: int, items) -> None:
+        """Values a peer sent for `step`: [(rendezvous key, value), ...]."""
+        self._mailbox.put_many(step, items)
 
     def abort(self, step: int, why: str) -> None:
         self._mailbox.abort(step, why)
 
-    def _send(self, task: str, step: int, key: str, value) -> None:
+    def _send(self, task: str, step: int, items) -> None:
         peer = self._peers.get(task)
         if peer is None:
-            raise _errors.UnavailableError(f"{self.task}: no task {task} in this cluster to send {key!r} to",
-                                           op_name="_Send")
-        peer.deliver.remote(step, key, value)          # one way: the receiver's mailbox
+            raise _errors.UnavailableError(f"{self.task}: no task {task} in this cluster to send "
+                                           f"{[k for k, _ in items]} to", op_name="_Send")
+        peer.deliver.remote(step, items)               # one way: the receiver's mailbox
 
     def run(self, reg: int, step: int, feeds: list, timeout_s: float, oldest_live: int, trace: bool = False):
         self._drop_undo(oldest_live)
@@ -127,7 +128,8 @@ class TaskServer:
             return ("error", "FailedPreconditionError", f"{self.task}: partition {reg} is not registered here "
                     f"(the task restarted?)", None)
         before = {n: v._value for n, v in self.variables.items()}
-        set_current(StepRendezvous(step, self.task, self._mailbox, self._send, time.monotonic() + timeout_s))
+        rendezvous = StepRendezvous(step, self.task, self._mailbox, self._send, time.monotonic() + timeout_s)
+        set_current(rendezvous)
         try:
             if trace:
                 md = RunMetadata()
@@ -140,6 +142,7 @@ class TaskServer:
                 except Exception as e:
                     raise plan.map_error(e) from None
                 stats = None
+            rendezvous.flush()               # what the partition sent since its last wait
         except Exception as e:            # noqa: BLE001 - reported to the master as data
             self._restore(before, {n: v._value for n, v in self.variables.items()})
             self._mailbox.finish(step)

@@ -64,8 +64,17 @@ def _infer_inplace(specs, attrs):
     return od.infer(specs, {})
 
 
+def _out_of_place(attrs) -> tuple:
+    """(opdef, attrs) of the plain op an InplaceElementwise stands for (it allocates its output)."""
+    return get(attrs["op_type"]), {}
+
+
+# `extra["writes_input"]`: the attr naming the input whose buffer the kernel overwrites, and how to make the
+# op out of place; partition.py uses it when that input arrives from another device (a buffer that may be
+# read-only, e.g. one Ray deserialized without a copy)
 INPLACE = op("InplaceElementwise", _inplace_kernel, _infer_inplace,
-             doc="ufunc `op_type` writing into input `index` (made by the memory pass for dead inputs).")
+             doc="ufunc `op_type` writing into input `index` (made by the memory pass for dead inputs).",
+             extra={"writes_input": ("index", _out_of_place)})
 
 
 def _is_ufunc_op(od) -> bool:

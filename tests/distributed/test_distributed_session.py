@@ -206,3 +206,22 @@ def test_steps_from_several_threads_run_concurrently_without_losing_updates(ray_
             t.join()
         assert not errors
         assert sess.run(c) == 60
+
+
+def test_a_large_value_received_from_another_task_is_never_written_in_place(ray_local):
+    # Ray hands a large array over without a copy, read-only; the memory pass may have made the consumer
+    # write into its input: partitioning turns it back into the out-of-place op on such an edge
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (1 << 18,), name="x")
+        with gr.device("/job:worker/task:0"):
+            a = ek.sin(x)
+        with gr.device("/job:worker/task:1"):
+            y = ek.reduce_sum(ek.cos(a))
+    xv = np.linspace(0, 1, 1 << 18).astype(np.float32)
+    with gr.Session("ray://local", graph=g, config=cluster_config()) as sess:
+        md = gr.RunMetadata()
+        got = sess.run(y, {x: xv}, options=gr.RunOptions(output_partition_graphs=True), run_metadata=md)
+    np.testing.assert_allclose(got, np.cos(np.sin(xv)).sum(), rtol=1e-4)
+    ops = {n["op"] for gd in md.partition_graphs for n in gd["nodes"]}
+    assert "InplaceElementwise" not in ops and "Cos" in ops

@@ -294,3 +294,20 @@ def test_fusion_does_not_make_a_local_chain_wait_for_a_value_from_another_device
     with gr.Session(graph=g1) as s:
         got_one = s.run(out1, {x1: xv})
     np.testing.assert_allclose(got_two, got_one, rtol=1e-12)
+
+
+def test_an_in_place_op_never_writes_into_a_buffer_from_another_device():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (1 << 16,), name="x")
+        with g.device("/cpu:1"):
+            a = ek.sin(x)                   # a fresh buffer, used once: the memory pass makes cos write into it
+        with g.device("/cpu:0"):
+            y = ek.reduce_sum(ek.cos(a))
+    xv = np.linspace(0, 1, 1 << 16).astype(np.float32)
+    opts, md = gr.RunOptions(output_partition_graphs=True), gr.RunMetadata()
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})) as sess:
+        got = sess.run(y, {x: xv}, options=opts, run_metadata=md)
+    np.testing.assert_allclose(got, np.cos(np.sin(xv)).sum(), rtol=1e-4)
+    ops = [n["op"] for gd in md.partition_graphs for n in gd["nodes"]]
+    assert "Cos" in ops and "InplaceElementwise" not in ops
