@@ -77,3 +77,12 @@ def test_mlp_digits_without_sklearn_says_how_to_install(tmp_path):
     proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, "mlp_digits.py"), "--quick"], capture_output=True,
                           text=True, cwd=REPO, env=env, timeout=60)
     assert proc.returncode == 1 and "pip install scikit-learn" in proc.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("sklearn") is None or importlib.util.find_spec("ray") is None,
+                    reason="distributed_mlp needs scikit-learn and Ray (pip install 'graphjit[examples,distributed]')")
+def test_distributed_mlp_matches_one_process():
+    out = _run("distributed_mlp.py", "--quick", timeout=300)
+    assert "accuracies equal" in out and "ps + 2 workers" in out
+    acc = [float(line.split("test accuracy")[1].split(",")[0]) for line in out.splitlines() if "test accuracy" in line]
+    assert len(acc) == 2 and acc[0] == acc[1] > 0.85
