@@ -44,6 +44,9 @@ from .run_config import OpStats
 from .runtime_errors import op_error
 
 
+_TRANSFERS = ("_Send", "_Recv")
+
+
 def select(options, run_metadata, pool):
     """The executor for one run (None: the plan's generated code), shared by Session.run and make_callable."""
     if options is not None and options.trace_level:
@@ -120,7 +123,7 @@ class TracingExecutor:
             if record:
                 self.stats.append(OpStats(prefix + s.op.name, s.op.type, (t0 - self._t_start) / 1e3, (t1 - t0) / 1e3,
                                           tuple(getattr(o, "shape", ()) for o in outs), s.op.device or HOST_DEVICE,
-                                          *sent))
+                                          *sent, s.op._attrs.get("key", "") if s.op.type in _TRANSFERS else ""))
         return sched.finish(values)
 
 

@@ -98,7 +98,7 @@ def _add(part: "Part", opdef, inputs, attrs: dict, name: str, controls=()):
     """A new op of `part`'s graph on `part`'s device (`controls`: its control inputs)."""
     g = part.graph
     with g.control_dependencies(list(controls)):
-        op = g.add_node(opdef, tuple(inputs), attrs, g.unique_name(name))
+        op = g.add_node(opdef, tuple(inputs), attrs, name)      # (add_node makes the name unique)
     op._device = part.device
     return op
 

@@ -113,6 +113,7 @@ class OpStats:
     device: str = ""         # the device the op ran on (full device string; the Timeline's row)
     bytes_sent: int = 0      # a `_Send`: bytes it put in the rendezvous (after transfer compression)
     bytes_saved: int = 0     # a `_Send`: bytes transfer compression saved (SessionConfig.transfer_compression)
+    transfer_key: str = ""   # a `_Send`/`_Recv`: its rendezvous key (the Timeline draws send -> recv flows)
 
 
 @dataclass

@@ -5,13 +5,16 @@ The JSON is the Trace Event Format that `chrome://tracing` and Perfetto
 - One process row per device (`pid` per device string, named by a
   `process_name` metadata event, in the order devices first ran an op), with
   one thread (`tid` 0, named "ops") holding that device's ops.  Today every
-  op runs on the host CPU (`OpStats.device`), so there is one row; the row key
-  is the device string, so placement (the devices issue) adds rows without
-  changing this module.
+  op records its device (`OpStats.device`); a one-device run has one row.
 - One complete event (`"ph": "X"`) per `OpStats`: `name` is the op type (as
   TensorFlow's timeline), `ts`/`dur` in microseconds from the start of the
   run, `args` hold the op's name, type and output shapes.  Ops run inside a
   body (While iterations) keep their `outer/inner` names, one event each.
+- One flow (`"ph": "s"` at the start of a `_Send`, `"ph": "f"` with
+  `"bp": "e"` at the end of its `_Recv`, one `id` per pair, `cat`
+  "DataFlow") per transfer between devices, matched by rendezvous key
+  (`OpStats.transfer_key`), as TF's timeline draws its data-flow arrows.
+  (In a distributed run each task's clock starts when its part starts.)
 
 Checked in a real browser once (issue 17): headless Chromium (`--headless
 --no-sandbox --disable-gpu ... --screenshot`) on a local HTML page that
@@ -57,11 +60,23 @@ class Timeline:
             out.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": d}})
             out.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
             out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": "ops"}})
+        sends: dict = {}
+        recvs: dict = {}
         for s in self._md.step_stats:
             out.append({"name": s.type, "cat": "Op", "ph": "X", "pid": pids[s.device], "tid": 0,
                         "ts": round(float(s.start_us), 3), "dur": round(max(float(s.duration_us), 0.0), 3),
                         "args": {"name": s.name, "op": s.type,
                                  "output_shapes": [list(map(_dim, sh)) for sh in s.output_shapes]}})
+            if s.transfer_key:
+                (sends if s.type == "_Send" else recvs).setdefault(s.transfer_key, s)
+        for i, (key, snd) in enumerate(k for k in sends.items() if k[0] in recvs):
+            rcv = recvs[key]
+            start = round(float(snd.start_us), 3)
+            end = max(round(float(rcv.start_us) + max(float(rcv.duration_us), 0.0), 3), start)
+            out.append({"name": "transfer", "cat": "DataFlow", "ph": "s", "id": i, "pid": pids[snd.device],
+                        "tid": 0, "ts": start, "args": {"key": key}})
+            out.append({"name": "transfer", "cat": "DataFlow", "ph": "f", "bp": "e", "id": i,
+                        "pid": pids[rcv.device], "tid": 0, "ts": end, "args": {"key": key}})
         return out
 
     def generate_chrome_trace_format(self, indent=None) -> str:

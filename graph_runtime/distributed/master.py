@@ -204,8 +204,8 @@ class DistributedSession(Session):
             for i, v in zip(p.return_index, res[1]):
                 out[i] = v
             if trace and run_metadata is not None and res[2]:
-                run_metadata.step_stats.extend(OpStats(n, ty, s, d, (), dev, b, sv)
-                                               for n, ty, s, d, dev, b, sv in res[2])
+                run_metadata.step_stats.extend(OpStats(n, ty, s, d, (), dev, b, sv, k)
+                                               for n, ty, s, d, dev, b, sv, k in res[2])
         for i, j, dtype in runner.fed_returns:
             out[i] = np.asarray(vals[j], dtype=dtype)
         if options is not None and run_metadata is not None and options.output_partition_graphs:

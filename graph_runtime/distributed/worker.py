@@ -135,7 +135,7 @@ class TaskServer:
                 md = RunMetadata()
                 values = TracingExecutor(md).run(plan, list(feeds))
                 stats = [(s.name, s.type, s.start_us, s.duration_us, s.device or self.task, s.bytes_sent,
-                          s.bytes_saved) for s in md.step_stats]
+                          s.bytes_saved, s.transfer_key) for s in md.step_stats]
             else:
                 try:
                     values = plan.fn(*feeds)

@@ -311,3 +311,20 @@ def test_an_in_place_op_never_writes_into_a_buffer_from_another_device():
     np.testing.assert_allclose(got, np.cos(np.sin(xv)).sum(), rtol=1e-4)
     ops = [n["op"] for gd in md.partition_graphs for n in gd["nodes"]]
     assert "Cos" in ops and "InplaceElementwise" not in ops
+
+
+def test_partition_graphs_keep_op_names_and_name_transfers_after_them():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (4,), name="x")
+        with g.device("/cpu:1"):
+            a = ek.sin(x, name="a")
+        with g.device("/cpu:0"):
+            y = ek.reduce_sum(ek.cos(a, name="b"), name="y")
+    md = gr.RunMetadata()
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2}, optimize=False)) as sess:
+        sess.run(y, {x: np.ones(4, np.float32)}, options=gr.RunOptions(output_partition_graphs=True),
+                 run_metadata=md)
+    names = sorted(n["name"] for gd in md.partition_graphs for n in gd["nodes"])
+    assert names == sorted(["x/_feed_0", "a", "a/_send_0", "a/_recv_0", "b", "y", "_done", "_done/_send",
+                            "_done/_recv"])

@@ -115,3 +115,36 @@ def test_cli_trace_writes_chrome_json(tmp_path, capsys):
     # every dimension is needed for the random inputs
     assert cli.main(["trace", f"{f}:predict", "--shape", "x=?,4", "--shape", "w=4,3"]) == 1
     assert "give every dimension" in capsys.readouterr().err
+
+
+def test_send_recv_pairs_are_drawn_as_flows_between_device_rows():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (4,), name="x")
+        with g.device("/cpu:1"):
+            a = ek.sin(x) * 2.0
+        with g.device("/cpu:0"):
+            b = ek.cos(a)
+        with g.device("/cpu:1"):
+            c = ek.exp(b)                  # back to cpu:1: a second transfer, the other way
+        with g.device("/cpu:0"):
+            y = ek.reduce_sum(c)
+    md = gr.RunMetadata()
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})) as sess:
+        sess.run(y, {x: np.ones(4, np.float32)}, options=gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE),
+                 run_metadata=md)
+    trace = json.loads(gr.Timeline(md).generate_chrome_trace_format())
+    events = trace["traceEvents"]
+    pid_of = {e["args"]["name"]: e["pid"] for e in events if e["name"] == "process_name"}
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    sends = [s for s in md.step_stats if s.type == "_Send"]
+    assert len(starts) == len(finishes) == len(sends) >= 4      # a, b, c, and the "done" dummy
+    for i, s in starts.items():
+        f = finishes[i]
+        assert s["cat"] == f["cat"] == "DataFlow" and f["bp"] == "e" and f["ts"] >= s["ts"]
+        assert s["args"]["key"] == f["args"]["key"]
+        src, dst = s["args"]["key"].split(";")[-2:]
+        assert s["pid"] == pid_of[src] and f["pid"] == pid_of[dst] and s["pid"] != f["pid"]
+    ops = [e for e in events if e["ph"] == "X"]
+    assert len(ops) == len(md.step_stats)            # every op once
