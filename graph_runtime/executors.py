@@ -140,6 +140,13 @@ class ParallelExecutor:
             raise plan.map_error(e) from None
 
     def run(self, plan, feed_values):
+        if isinstance(plan, MultiDevicePlan):
+            # several devices: the inter-op threads are the device threads (one per partition, each running
+            # its partition in creation order, which cannot deadlock on a `_Recv`)
+            try:
+                return plan.fn(*feed_values)
+            except Exception as e:
+                raise plan.map_error(e) from None
         sched = plan.schedule
         values = sched.initial_values(feed_values)
         steps, consumers, fetched, consts = sched.steps, sched.consumers, sched.fetched, sched.consts

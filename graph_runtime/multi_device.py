@@ -11,9 +11,11 @@ The main partition's result is the run's result.
 
 A traced run (`RunOptions(trace_level=FULL_TRACE)`) interprets every
 partition through `run_with` (executors.TracingExecutor), so step_stats hold
-the ops of every device, each with its device.  Inter-op thread pools and
-partial runs need one schedule; a multi-device plan has several, so
-`schedule` raises a clear error naming what is not built yet.
+the ops of every device, each with its device.  With an inter-op thread pool
+(`inter_op_parallelism_threads > 1`) the device threads are the inter-op
+threads (executors.ParallelExecutor); partial runs compile the placed graph
+without splitting it (partial_run.py), so nothing asks a multi-device plan
+for a single `schedule` (it raises).
 
 `close()` shuts the device threads down (the Session closes every plan it
 made, `Session.close`); a closed plan's run raises RuntimeError.
@@ -47,8 +49,8 @@ class MultiDevicePlan:
     @property
     def schedule(self):
         raise NotImplementedError(
-            f"this run is split across devices {self.devices}: inter_op_parallelism_threads > 1 and partial "
-            f"runs on several devices are not built yet (issue 15 item 5); place the ops on one device")
+            f"this run is split across devices {self.devices}: it has one schedule per partition, none for the "
+            f"whole step (run it with `fn`, or through an executor that knows MultiDevicePlan)")
 
     def map_error(self, e):
         return e

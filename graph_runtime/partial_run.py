@@ -108,7 +108,9 @@ def setup(session, fetches, feeds) -> PartialRunHandle:
         if key in fetch_index:
             raise InvalidArgumentError(f"partial_run_setup: the fetch {key} is listed more than once")
         fetch_index[key] = i
-    plan = prepare(graph, feed_tensors, (), targets, session.config, returns=items, container="list")
+    # placed (bad device requests raise as in run) but not split: one schedule, stepped through call by call
+    plan = prepare(graph, feed_tensors, (), targets, session.config, returns=items, container="list",
+                   split_devices=False)
     # target ops keep their names through the optimizer (the pipeline preserves them); a target with no
     # step (a constant, an op whose outputs are all fed) has nothing to run
     return PartialRunHandle(session, plan, [t.name for t in feed_tensors], fetch_index)

@@ -156,14 +156,17 @@ def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,
             container: str = "tuple", check_feeds: bool = True, keep_effects: bool = False,
-            timings: Optional[dict] = None) -> Plan:
+            timings: Optional[dict] = None, split_devices: bool = True) -> Plan:
     """Compile `graph` for (feeds, fetches, targets) through the stages (see the module docstring).
 
     `fetches`: graph tensors whose values are returned; `returns` (optional)
     overrides the result list with `ReturnItem`s (Session: op targets -> None,
     variables -> their value); `container` is "single", "list" or "tuple".
     `timings` (a dict, optional) receives the seconds of the "optimize" and
-    "compile" stages (traced functions' phase times).
+    "compile" stages (traced functions' phase times).  `split_devices=False`
+    places but does not partition: one plan runs every device's ops on the
+    caller's thread (partial runs: the same results, one schedule to step
+    through).
     """
     config = DEFAULT_CONFIG if config is None else config
     items = tuple(returns) if returns is not None else tuple(ReturnItem("value", t) for t in fetches)
@@ -172,7 +175,8 @@ def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] =
     t0 = time.perf_counter()
     req = optimize(req, config, keep_effects)
     t1 = time.perf_counter()
-    req = partition(req, config)
+    if split_devices:
+        req = partition(req, config)
     plan = compile(req, config, container, check_feeds)
     if timings is not None:
         timings["optimize"] = t1 - t0

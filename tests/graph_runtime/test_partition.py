@@ -328,3 +328,55 @@ def test_partition_graphs_keep_op_names_and_name_transfers_after_them():
     names = sorted(n["name"] for gd in md.partition_graphs for n in gd["nodes"])
     assert names == sorted(["x/_feed_0", "a", "a/_send_0", "a/_recv_0", "b", "y", "_done", "_done/_send",
                             "_done/_recv"])
+
+
+def _two_device_graph():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3,), name="x")
+        z = gr.placeholder(ek.float32, (3,), name="z")
+        with g.device("/cpu:0"):
+            v = ek.Variable(np.zeros(3, np.float32), name="v")
+        with g.device("/cpu:1"):
+            a = ek.sin(x) * 2.0
+        with g.device("/cpu:0"):
+            b = ek.cos(a) + 1.0
+        with g.device("/cpu:1"):
+            c = b * z
+            bump = v.assign_add(c)          # follows v to cpu:0
+        init = gr.global_variables_initializer()
+    return g, x, z, a, b, c, bump, init
+
+
+def test_inter_op_threads_on_several_devices_give_the_one_device_results():
+    xv, zv = np.array([0.1, 0.2, 0.3], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    results = []
+    for config in (gr.SessionConfig(), gr.SessionConfig(device_count={"CPU": 2}, inter_op_parallelism_threads=3)):
+        g, x, z, a, b, c, bump, init = _two_device_graph()
+        cfg = config if config.device_count else gr.SessionConfig(allow_soft_placement=True)
+        with gr.Session(graph=g, config=cfg) as sess:
+            sess.run(init)
+            results.append([sess.run([a, b, c, bump], {x: xv, z: zv}) for _ in range(2)])
+    for r1, r2 in zip(*results):
+        for u, w in zip(r1, r2):
+            np.testing.assert_allclose(u, w, rtol=1e-6)
+
+
+def test_partial_runs_on_several_devices():
+    xv, zv = np.array([0.1, 0.2, 0.3], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    g, x, z, a, b, c, bump, init = _two_device_graph()
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})) as sess:
+        sess.run(init)
+        h = sess.partial_run_setup([a, b, c, bump], [x, z])
+        got_b = sess.partial_run(h, b, {x: xv})
+        np.testing.assert_allclose(got_b, np.cos(np.sin(xv) * 2) + 1, rtol=1e-6)
+        with pytest.raises(InvalidArgumentError):
+            sess.partial_run(h, b)                          # fetched already
+        got_c, _ = sess.partial_run(h, [c, bump], {z: zv})
+        np.testing.assert_allclose(got_c, got_b * zv, rtol=1e-6)
+        with pytest.raises(InvalidArgumentError):
+            sess.partial_run(h, a, {x: xv})                 # fed already
+        np.testing.assert_allclose(sess.run(g.get_collection(gr.GraphKeys.GLOBAL_VARIABLES)[0]), got_c, rtol=1e-6)
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 1})) as sess:
+        with pytest.raises(InvalidArgumentError, match="CPU:1"):
+            sess.partial_run_setup([c], [x, z])             # placement still checks the requests
