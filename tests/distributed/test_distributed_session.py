@@ -225,3 +225,21 @@ def test_a_large_value_received_from_another_task_is_never_written_in_place(ray_
     np.testing.assert_allclose(got, np.cos(np.sin(xv)).sum(), rtol=1e-4)
     ops = {n["op"] for gd in md.partition_graphs for n in gd["nodes"]}
     assert "InplaceElementwise" not in ops and "Cos" in ops
+
+
+def test_an_optimizer_with_slots_trains_on_the_cluster_as_in_one_process(ray_local):
+    xv, tv = _data()
+    finals = []
+    for target, config in (("", local_config()), ("ray://local", cluster_config())):
+        g, n = mlp_graph()
+        with g.as_default():
+            with gr.device("/job:worker/task:1"):
+                step = ek.optimizers.SGD(0.05, momentum=0.9).apply_gradients(
+                    zip(gr.gradients(n["loss"], [n["w1"], n["w2"]]), [n["w1"], n["w2"]]))
+        with gr.Session(target, graph=g, config=config) as sess:
+            sess.run(n["init"])
+            for _ in range(4):
+                sess.run(step, {n["x"]: xv, n["t"]: tv})
+            finals.append(sess.run([n["w1"], n["w2"], n["loss"]], {n["x"]: xv, n["t"]: tv}))
+    for a, b in zip(*finals):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
