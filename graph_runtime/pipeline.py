@@ -86,11 +86,11 @@ def prune(req: Request) -> Request:
     return replace(req, preserve=tuple(names))
 
 
-def place(req: Request, config: SessionConfig) -> Request:
+def place(req: Request, config: SessionConfig, measured=None) -> Request:
     if config.device_count is None:
         return req       # a body or traced function: it runs where its op or caller runs
     roots = [t._op for t in req.fetches] + list(req.targets)
-    graph, _ = place_graph(req.graph, config, req.feeds, roots, req.preserve)
+    graph, _ = place_graph(req.graph, config, req.feeds, roots, req.preserve, measured)
     return req if graph is req.graph else _in_graph(req, graph, req.report)
 
 
@@ -156,7 +156,7 @@ def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,
             container: str = "tuple", check_feeds: bool = True, keep_effects: bool = False,
-            timings: Optional[dict] = None, split_devices: bool = True) -> Plan:
+            timings: Optional[dict] = None, split_devices: bool = True, measured=None) -> Plan:
     """Compile `graph` for (feeds, fetches, targets) through the stages (see the module docstring).
 
     `fetches`: graph tensors whose values are returned; `returns` (optional)
@@ -166,12 +166,13 @@ def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] =
     "compile" stages (traced functions' phase times).  `split_devices=False`
     places but does not partition: one plan runs every device's ops on the
     caller's thread (partial runs: the same results, one schedule to step
-    through).
+    through).  `measured` (op name -> microseconds, a Session's traced runs) refines placement's
+    cost model.
     """
     config = DEFAULT_CONFIG if config is None else config
     items = tuple(returns) if returns is not None else tuple(ReturnItem("value", t) for t in fetches)
     req = prune(Request(graph, tuple(feeds), items, tuple(targets)))
-    req = place(req, config)
+    req = place(req, config, measured)
     t0 = time.perf_counter()
     req = optimize(req, config, keep_effects)
     t1 = time.perf_counter()

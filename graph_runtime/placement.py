@@ -25,10 +25,14 @@ pruned to the fetches, following TensorFlow's placer:
    request is dropped (any device with the kernels); otherwise
    InvalidArgumentError naming the op, the request and the available devices.
 4. Cost model, for a group with several candidates (e.g. no request):
-   the candidate receiving the most input bytes from already placed ops
-   (static shape x itemsize; an unknown dimension counts as 1), so that the
-   fewest bytes cross devices; ties go to the lowest device index (device 0
-   by default).  Groups are placed in creation (topological) order.
+   the default is the candidate receiving the most input bytes from already
+   placed ops (static shape x itemsize; an unknown dimension counts as 1),
+   so that the fewest bytes cross devices; ties go to the lowest device
+   index (device 0 by default).  The group moves to another candidate only
+   when a list schedule of estimated compute and transfer times says it
+   finishes clearly earlier there (cost_model.py: heavy independent branches
+   spread over devices; measured times from a Session's traced runs replace
+   the estimates).  Groups are placed in creation (topological) order.
 
 The result is a copy of the graph (the user's ops are not touched) whose ops
 carry their full device name.  With one device and no op asking for a device
@@ -50,6 +54,7 @@ import numpy as np
 from eager.errors import InvalidArgumentError
 
 from .compiler import prune
+from .cost_model import DeviceClocks
 from .op_traits import variables_of
 from .device_spec import DeviceSpec
 from .passes.core import PassContext
@@ -137,11 +142,12 @@ def _merged_request(members) -> tuple:
     return merged, first, None
 
 
-def assign(ops, config, graph_ops=None) -> dict:
+def assign(ops, config, graph_ops=None, measured=None) -> dict:
     """op name -> full device name for every op of `ops` (creation order; see the module docstring).
 
     `graph_ops` (default `ops`): all ops of the graph; a variable's requests come from all its ops, also
-    those this run does not need (the initializer made under the variable's device scope).
+    those this run does not need (the initializer made under the variable's device scope).  `measured`:
+    op name -> measured microseconds (cost_model.py), from a Session's traced runs.
     """
     devices = local_devices(config)
     specs = [DeviceSpec.from_string(d.name) for d in devices]
@@ -152,6 +158,8 @@ def assign(ops, config, graph_ops=None) -> dict:
     for op in (graph_ops if graph_ops is not None else ops):
         members.setdefault(group_of[op._name], []).append(op)
     placed: dict = {}
+    in_run = {op._name for op in ops}
+    clocks = DeviceClocks(len(devices), measured)
     for op in ops:
         if op._name in placed:
             continue
@@ -189,6 +197,8 @@ def assign(ops, config, graph_ops=None) -> dict:
                     if src in incoming:
                         incoming[src] += _tensor_bytes(t)
             best = max(cands, key=lambda i: (incoming[i], -i))
+            best = clocks.choose(group, cands, best, placed, _tensor_bytes, in_run)
+        clocks.commit(group, best, placed, _tensor_bytes, in_run)
         for m in group:
             placed[m._name] = best
     return {name: names[i] for name, i in placed.items()}
@@ -203,14 +213,14 @@ def variable_device(graph, var, config) -> str:
     return assign(ops[:1], config, graph._ops)[ops[0]._name]
 
 
-def place_graph(graph, config, feeds=(), roots=None, preserve=()) -> tuple:
+def place_graph(graph, config, feeds=(), roots=None, preserve=(), measured=None) -> tuple:
     """(placed graph, op name -> device) for the ops `roots` need (module docstring).
 
     The placed graph is a copy whose needed ops carry their full device name (the others keep their
     request: nothing runs them), or `graph` itself when there is one device and no needed op asks for one.
     """
     ops = list(graph._ops) if roots is None else prune(feeds, (), roots)
-    every = assign(ops, config, graph._ops)
+    every = assign(ops, config, graph._ops, measured)
     assignment = {op._name: every[op._name] for op in ops}
     if config.log_device_placement:
         for op in ops:

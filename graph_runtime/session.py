@@ -98,6 +98,7 @@ class Session:
         self._device_plans = weakref.WeakSet()     # multi-device plans alive: close() stops their threads
         self._graph_contexts: list = []
         self._restore_last_checkpoint = None
+        self._measured: dict = {}     # op name -> microseconds, from traced runs (placement's cost model)
 
     @property
     def graph(self) -> Graph:
@@ -135,8 +136,8 @@ class Session:
                 out = runner.fn(*vals)
             except Exception as e:
                 raise runner.plan.map_error(e) from None
-        if options is not None and run_metadata is not None and options.output_partition_graphs:
-            run_metadata.partition_graphs = partition_graph_defs(runner.plan, self._devices[0].name)
+        if options is not None and run_metadata is not None:
+            self._after_run(runner.plan, options, run_metadata)
         return out if runner.packer is None else runner.packer(out)
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
@@ -162,11 +163,19 @@ class Session:
                     out = fn(*feed_values)
                 except Exception as e:
                     raise plan.map_error(e) from None
-            if options is not None and run_metadata is not None and options.output_partition_graphs:
-                run_metadata.partition_graphs = partition_graph_defs(plan, sess._devices[0].name)
+            if options is not None and run_metadata is not None:
+                sess._after_run(plan, options, run_metadata)
             return out if packer is None else packer(out)
 
         return call
+
+    def _after_run(self, plan, options, run_metadata) -> None:
+        """Partition graphs for `run_metadata`; a traced run's op times refine later placements."""
+        if options.output_partition_graphs:
+            run_metadata.partition_graphs = partition_graph_defs(plan, self._devices[0].name)
+        if options.trace_level and len(self._devices) > 1:
+            for s in run_metadata.step_stats:
+                self._measured[s.name] = s.duration_us
 
     # -- partial runs -------------------------------------------------------------------
     def partial_run_setup(self, fetches, feeds=None):
@@ -187,7 +196,8 @@ class Session:
         graph = self._graph
         feeds = resolve_feeds(graph, feed_keys)
         items, targets, container, packer = resolve_fetches(graph, fetches)
-        plan = prepare(graph, feeds, (), targets, self._config, returns=items, container=container)
+        plan = prepare(graph, feeds, (), targets, self._config, returns=items, container=container,
+                       measured=self._measured)
         self.last_optimization_report = plan.optimization_report
         if isinstance(plan, MultiDevicePlan):
             self._device_plans.add(plan)

@@ -1,0 +1,104 @@
+"""The placer's cost model: estimated compute time per op, transfer time per edge, device clocks.
+
+Placement (placement.py) walks colocation groups in creation order.  For a
+group with several candidate devices it first takes the *default*: the
+candidate receiving the most input bytes from already placed ops (fewest
+bytes cross devices), device 0 on a tie.  `DeviceClocks.choose` then moves
+the group elsewhere only when that finishes it at least `MIGRATION_US`
+earlier, by a list schedule of the ops placed so far:
+
+- a device is busy until the estimated finish of the ops placed on it;
+- a group is ready when its inputs are: their producers' finish times, plus
+  `transfer_us(bytes)` for an input produced on another device;
+- its compute time is the sum of its members' `compute_us`.
+
+`compute_us(op, measured)` is the op's measured duration (microseconds, from
+a traced run's `RunMetadata.step_stats`, which a Session collects: so the
+placement of later runs uses what was measured) or an estimate from static
+shapes: `2*m*n*k` flops for MatMul, `2*outputs*kh*kw*in_channels` for
+Conv2D, at `FLOPS_PER_US`; `ELEMENT_US` per output element otherwise; plus
+`OP_OVERHEAD_US`.  Unknown dimensions count as 1.  Cheap ops therefore stay
+where their inputs are, and independent heavy branches spread over devices.
+
+Imports nothing from the project.
+"""
+from __future__ import annotations
+
+OP_OVERHEAD_US = 1.0          # dispatch of one op
+FLOPS_PER_US = 2000.0         # one core, NumPy/BLAS: about 2 GFLOP/s
+ELEMENT_US = 0.002            # elementwise and other ops: per output element
+TRANSFER_OVERHEAD_US = 30.0   # one Send/Recv pair between device threads (bench_devices)
+BYTES_PER_US = 10_000.0       # copy bandwidth, 10 GB/s
+MIGRATION_US = 100.0          # leave the default device only to finish this much earlier
+
+
+def _elements(shape) -> int:
+    n = 1
+    for d in (shape._dims or ()):
+        n *= d if isinstance(d, int) and d > 0 else 1
+    return n
+
+
+def _dims(shape) -> list:
+    return [d if isinstance(d, int) and d > 0 else 1 for d in (shape._dims or ())]
+
+
+def compute_us(op, measured=None) -> float:
+    """Estimated (or measured) run time of `op` in microseconds (module docstring)."""
+    if measured:
+        hit = measured.get(op._name)
+        if hit is not None:
+            return float(hit)
+    out = sum(_elements(t._shape) for t in op._outputs)
+    kind = op._opdef.name
+    if kind in ("MatMul", "BatchMatMulV2") and op._inputs:
+        a = _dims(op._inputs[0]._shape)
+        k = (a[-2] if op._attrs.get("transpose_a") or op._attrs.get("adj_x") else a[-1]) if len(a) >= 2 else 1
+        return OP_OVERHEAD_US + 2.0 * out * k / FLOPS_PER_US
+    if kind == "Conv2D" and len(op._inputs) > 1:
+        w = _dims(op._inputs[1]._shape)
+        if len(w) == 4:
+            return OP_OVERHEAD_US + 2.0 * out * w[0] * w[1] * w[2] / FLOPS_PER_US
+    return OP_OVERHEAD_US + ELEMENT_US * out
+
+
+def transfer_us(nbytes: int) -> float:
+    return TRANSFER_OVERHEAD_US + nbytes / BYTES_PER_US
+
+
+class DeviceClocks:
+    """The list schedule placement keeps while it places groups (module docstring)."""
+
+    def __init__(self, n_devices: int, measured=None):
+        self.free = [0.0] * n_devices
+        self.finish: dict = {}             # op name -> estimated finish time
+        self.measured = measured
+
+    def _ready(self, group, device: int, placed: dict, nbytes) -> float:
+        ready = self.free[device]
+        names = {m._name for m in group}
+        for m in group:
+            for t in m._inputs:
+                src = t._op._name
+                if src in names or src not in self.finish:
+                    continue
+                at = self.finish[src]
+                if placed.get(src) != device:
+                    at += transfer_us(nbytes(t))
+                ready = max(ready, at)
+        return ready
+
+    def choose(self, group, cands, default: int, placed: dict, nbytes, in_run) -> int:
+        """`default`, or a candidate finishing `group` at least MIGRATION_US earlier."""
+        cost = sum(compute_us(m, self.measured) for m in group if m._name in in_run)
+        end = {d: self._ready(group, d, placed, nbytes) + cost for d in cands}
+        best = min(cands, key=lambda d: (end[d], d != default, d))
+        return best if end[best] + MIGRATION_US < end[default] else default
+
+    def commit(self, group, device: int, placed: dict, nbytes, in_run) -> None:
+        t = self._ready(group, device, placed, nbytes)
+        for m in group:
+            if m._name in in_run:
+                t += compute_us(m, self.measured)
+                self.finish[m._name] = t
+        self.free[device] = t
