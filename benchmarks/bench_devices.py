@@ -12,7 +12,9 @@ Workloads:
   the same computation written by hand.  "NumPy, 2 threads vs 1" runs the
   hand-written branches on two Python threads vs one after the other: the
   parallelism the machine actually gives in this run (NumPy releases the GIL
-  in matmul and ufuncs), the ceiling for the 2-device ratio.  On a shared
+  in matmul and ufuncs), the ceiling for the 2-device ratio.  "no requests"
+  is the graph without device scopes in a 2-device Session: the placer's
+  cost model (graph_runtime/cost_model.py) spreads the branches itself.  On a shared
   2-vCPU machine whose other core is busy it is ~1.0x, and so is the
   2-device ratio.
 - transfer: a 4-element float32 tensor bounced x -> /cpu:1 -> /cpu:0 (two
@@ -84,8 +86,12 @@ def branches_rows() -> list[Row]:
         sess = gr.Session(graph=g, config=cfg)
         runs[split] = sess.make_callable(out, [x, w])
         np.testing.assert_allclose(runs[split](xv, wv), numpy_ref(), rtol=1e-10)
+    g, x, w, out = _branches_graph(False)        # no device requests: the placer's cost model decides
+    auto = gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})).make_callable(out, [x, w])
+    np.testing.assert_allclose(auto(xv, wv), numpy_ref(), rtol=1e-10)
     one = lambda: runs[False](xv, wv)           # noqa: E731
     two = lambda: runs[True](xv, wv)            # noqa: E731
+    t_auto, t_one_a = paired(lambda: auto(xv, wv), one)
     t_two, t_one = paired(two, one)
     t_one_b, t_np = paired(one, numpy_ref)
     t_np2, t_np1 = paired(numpy_threads, numpy_ref)
@@ -93,6 +99,8 @@ def branches_rows() -> list[Row]:
     return [Row("two branches", "1 device vs NumPy", t_one_b, t_np),
             Row("two branches", "2 devices vs 1 device", t_two, t_one,
                 note=f"speed-up {t_one / t_two:.2f}x"),
+            Row("two branches, no requests", "2 devices (cost model) vs 1", t_auto, t_one_a,
+                note=f"speed-up {t_one_a / t_auto:.2f}x"),
             Row("two branches", "NumPy, 2 threads vs 1", t_np2, t_np1,
                 note=f"machine ceiling {t_np1 / t_np2:.2f}x")]
 
