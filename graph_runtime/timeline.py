@@ -14,7 +14,8 @@ The JSON is the Trace Event Format that `chrome://tracing` and Perfetto
   `"bp": "e"` at the end of its `_Recv`, one `id` per pair, `cat`
   "DataFlow") per transfer between devices, matched by rendezvous key
   (`OpStats.transfer_key`), as TF's timeline draws its data-flow arrows.
-  (In a distributed run each task's clock starts when its part starts.)
+  (A distributed run puts every task on the step's clock through the
+  machines' wall clocks.)
 
 Checked in a real browser once (issue 17): headless Chromium (`--headless
 --no-sandbox --disable-gpu ... --screenshot`) on a local HTML page that

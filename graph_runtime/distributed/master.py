@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from dataclasses import replace
 
 import numpy as np
@@ -188,6 +189,7 @@ class DistributedSession(Session):
               self._config.operation_timeout_in_ms)
         timeout_s = ms / 1000.0
         trace = bool(options is not None and options.trace_level)
+        began = time.time()
         with self._lock:
             step = next(self._steps)
             self._in_flight.add(step)
@@ -204,8 +206,9 @@ class DistributedSession(Session):
             for i, v in zip(p.return_index, res[1]):
                 out[i] = v
             if trace and run_metadata is not None and res[2]:
-                run_metadata.step_stats.extend(OpStats(n, ty, s, d, (), dev, b, sv, k)
-                                               for n, ty, s, d, dev, b, sv, k in res[2])
+                shift = (res[2][0] - began) * 1e6      # the task's start on the step's clock (wall clocks)
+                run_metadata.step_stats.extend(OpStats(n, ty, s + shift, d, (), dev, b, sv, k)
+                                               for n, ty, s, d, dev, b, sv, k in res[2][1])
         for i, j, dtype in runner.fed_returns:
             out[i] = np.asarray(vals[j], dtype=dtype)
         if options is not None and run_metadata is not None and options.output_partition_graphs:

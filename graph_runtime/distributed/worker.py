@@ -133,9 +133,10 @@ class TaskServer:
         try:
             if trace:
                 md = RunMetadata()
+                began = time.time()             # wall clock: the master aligns every task on its step start
                 values = TracingExecutor(md).run(plan, list(feeds))
-                stats = [(s.name, s.type, s.start_us, s.duration_us, s.device or self.task, s.bytes_sent,
-                          s.bytes_saved, s.transfer_key) for s in md.step_stats]
+                stats = (began, [(s.name, s.type, s.start_us, s.duration_us, s.device or self.task, s.bytes_sent,
+                                  s.bytes_saved, s.transfer_key) for s in md.step_stats])
             else:
                 try:
                     values = plan.fn(*feeds)

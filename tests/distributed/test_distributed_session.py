@@ -243,3 +243,24 @@ def test_an_optimizer_with_slots_trains_on_the_cluster_as_in_one_process(ray_loc
             finals.append(sess.run([n["w1"], n["w2"], n["loss"]], {n["x"]: xv, n["t"]: tv}))
     for a, b in zip(*finals):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_a_traced_step_puts_every_task_on_one_clock(ray_local):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (256, 256), name="x")
+        with gr.device("/job:worker/task:0"):
+            a = ek.matmul(x, x)
+        with gr.device("/job:worker/task:1"):
+            y = ek.reduce_sum(ek.tanh(a))
+    md = gr.RunMetadata()
+    with gr.Session("ray://local", graph=g, config=cluster_config()) as sess:
+        sess.run(y, {x: np.ones((256, 256), np.float32)})
+        sess.run(y, {x: np.ones((256, 256), np.float32)},
+                 options=gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE), run_metadata=md)
+    send = next(s for s in md.step_stats if s.type == "_Send")
+    recv = next(s for s in md.step_stats if s.type == "_Recv")
+    assert send.device.endswith("task:0/device:CPU:0") and recv.device.endswith("task:1/device:CPU:0")
+    assert recv.start_us + recv.duration_us >= send.start_us      # the value arrives after it was sent
+    trace = json.loads(gr.Timeline(md).generate_chrome_trace_format())
+    assert any(e["ph"] == "s" for e in trace["traceEvents"]) and any(e["ph"] == "f" for e in trace["traceEvents"])
