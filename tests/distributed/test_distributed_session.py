@@ -264,3 +264,10 @@ def test_a_traced_step_puts_every_task_on_one_clock(ray_local):
     assert recv.start_us + recv.duration_us >= send.start_us      # the value arrives after it was sent
     trace = json.loads(gr.Timeline(md).generate_chrome_trace_format())
     assert any(e["ph"] == "s" for e in trace["traceEvents"]) and any(e["ph"] == "f" for e in trace["traceEvents"])
+
+
+def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
+    import sys
+    monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` now raises ImportError
+    with pytest.raises(ImportError, match=r"graphjit\[distributed\]"):
+        gr.Session("ray://local", config=cluster_config())
