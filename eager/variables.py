@@ -3,7 +3,9 @@
 Storage is `Variable._value` (a NumPy array, replaced on every assign, never
 mutated in place, so earlier reads stay valid snapshots).  `ReadVariableOp` and
 `Assign*VariableOp` are stateful ops whose attribute `var` is the variable, so
-the same ops run eagerly, in graphs and in traced functions.  In a graph the
+the same ops run eagerly, in graphs and in traced functions (a graph stores a
+resource handle in the attr and binds the variable when it compiles a plan:
+graph_runtime/resources.py).  In a graph the
 context's `create_variable(var, initial_value)` decides how initialization
 happens (graph_runtime adds an initializer op; tracing lifts it).  A failed
 assign (wrong shape or dtype) raises before anything is changed.
@@ -75,8 +77,8 @@ def _update_kernel(fn, opname):
 
 
 def _infer_read(specs, attrs):
-    v = attrs["var"]
-    return [Spec(v._shape.dims, v._dtype)]
+    v = attrs["var"]            # the Variable (eager) or, in a graph, its resource handle: both have these
+    return [Spec(v.shape.dims, v.dtype)]
 
 
 READ = op("ReadVariableOp", _read_kernel, _infer_read, lambda op, *dy: [], effect="read")

@@ -42,6 +42,7 @@ from .gradients import gradients
 from .global_step import create_global_step, get_global_step
 from .partial_run import PartialRunHandle
 from .timeline import Timeline
+from .resources import ResourceHandle, ResourceManager
 from .attr_codecs import register_attr_codec
 from .graph_def import write_graph, read_graph, GRAPH_DEF_VERSION
 from .graph_import import import_graph_def
@@ -57,7 +58,7 @@ __all__ = [
     "Session", "SessionConfig", "RunOptions", "RunMetadata", "OpStats", "get_default_session", "compile_plan",
     "Plan", "gradients", "register_attr_codec", "import_graph_def", "write_graph", "read_graph",
     "GRAPH_DEF_VERSION", "optimize", "OptimizationReport", "create_global_step", "get_global_step",
-    "PartialRunHandle", "Timeline",
+    "PartialRunHandle", "Timeline", "ResourceHandle", "ResourceManager",
 ]
 
 _fp.quiet_source(_os.path.dirname(__file__))    # NumPy warnings from kernels here are never shown (TF semantics)

@@ -26,7 +26,7 @@ registered with `register_control_flow_builder(kind, fn)` (the functional
 control-flow package registers them; `fn(graph, *args)` receives the graph
 first).  Without one registered they raise NotImplementedError.
 
-Imports `eager`, `device_spec` and `operation` only.
+Imports `eager`, `device_spec`, `operation` and `resources` only.
 """
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from eager.tensor import Tensor
 
 from .device_spec import merge_scopes
 from .operation import GraphTensor, capture_user_frames
+from .resources import bind_variables, check_handles
 
 _DEFAULT_NAMES = {"AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "truediv", "FloorDiv": "floordiv",
                   "FloorMod": "mod", "Pow": "pow", "StringAdd": "add"}
@@ -124,17 +125,22 @@ class GraphBuilder:
             else:
                 ins.append(self._as_graph_input(t, opdef))
         specs = [Spec(t._shape._dims, t._dtype, t._static_value) for t in ins]
+        if attrs and (opdef.effect == "read" or opdef.effect == "write"):
+            check_handles(self.resources, attrs, f"{opdef.name} op")
         out_specs = opdef.infer(specs, attrs)
         n = opdef.num_outputs
         if n >= 0 and len(out_specs) != n:
             raise InvalidArgumentError(f"{opdef.name}: shape inference returned {len(out_specs)} outputs, the op "
                                        f"declares {n}", op_name=opdef.name)
         op = self._create_op(opdef, tuple(ins), dict(attrs), self._op_name(opdef, attrs, name), out_specs,
-                             self._current_control_inputs(), "", capture_user_frames(2))
+                             self._current_control_inputs(), "", capture_user_frames(2), bind=False)
         if self._device_stack:
             op._device = merge_scopes(self._device_stack, op)
         if self._colocation_stack:
             self._colocate(op)
+        if attrs and (opdef.effect == "read" or opdef.effect == "write"):
+            # a variable is registered under the device its first op asks for (resources.py)
+            op._attrs = bind_variables(self.resources, op._attrs, op._device, f"{opdef.name} op {op._name!r}")
         return op
 
     def _colocate(self, op) -> None:

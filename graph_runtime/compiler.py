@@ -47,6 +47,7 @@ from .codegen import generate
 from .op_traits import is_ordered
 from .operation import GraphTensor, Operation
 from .plan import Plan, ReturnItem, Schedule, Step
+from .resources import resolve_attrs
 from .runtime_errors import feed_error
 from .scheduling import order_ops
 
@@ -162,7 +163,7 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
         if lower is not None:
             kernel, attrs = lower(op, lctx), {}
         else:
-            kernel, attrs = kernel_for(op._opdef, op._device), op._attrs
+            kernel, attrs = kernel_for(op._opdef, op._device), resolve_attrs(op)   # variables bound by handle
             special = op._opdef.extra.get("specialize") if kernel is op._opdef.kernel else None
             fn = special(attrs) if special is not None else None
             if fn is not None:

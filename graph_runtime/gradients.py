@@ -17,6 +17,7 @@ from eager import context as _context
 from eager.backprop import backprop
 from eager.convert import convert_to_tensor
 
+from .op_traits import var_of
 from .operation import GraphTensor
 
 
@@ -47,8 +48,7 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=None, name="gradients"):
     groups = []
     for x in xs_l:
         if getattr(x, "_is_variable", False):
-            reads = [op._outputs[0] for op in entries if op._opdef.name == "ReadVariableOp"
-                     and op._attrs.get("var") is x]
+            reads = [op._outputs[0] for op in entries if op._opdef.name == "ReadVariableOp" and var_of(op) is x]
             groups.append([id(t) for t in reads])
         elif isinstance(x, GraphTensor):
             if x.graph is not graph:

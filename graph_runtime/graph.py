@@ -21,8 +21,8 @@ that `reset_default_graph()` replaces.
 `Graph`'s views (`as_graph_def`, `verify`, `to_dot`, `str`) are thin: the
 work lives in `graph_def`, `verify` and `printing`, which import nothing above
 `operation` (a body attr is recognised as an `operation.GraphBase`).  Imports
-`eager`, `building`, `device_spec`, `operation`, `graph_def`, `verify` and
-`printing`.
+`eager`, `building`, `device_spec`, `operation`, `graph_def`, `verify`,
+`printing` and `resources`.
 """
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from .device_spec import check_scope_entry
 from .graph_def import graph_to_graph_def
 from .operation import GraphBase, GraphTensor, Operation
 from .printing import format_graph, graph_to_dot
+from .resources import ResourceManager, bind_variables
 from .verify import verify_graph
 
 name_scope = _context.name_scope
@@ -48,8 +49,10 @@ class Graph(GraphBuilder, GraphBase):
 
     is_eager = False
 
-    def __init__(self, name: str = ""):
+    def __init__(self, name: str = "", resources: Optional[ResourceManager] = None):
         self.name = name
+        # variables the ops refer to by handle; graphs derived from this one share it (resources.py)
+        self.resources = resources if resources is not None else ResourceManager()
         self._ops: list[Operation] = []
         self._by_name: dict[str, Operation] = {}
         self._name_counts: dict[str, int] = {}
@@ -268,9 +271,16 @@ class Graph(GraphBuilder, GraphBase):
 
     # -- low-level node creation (shared by building and GraphDef import) ----------------
     def _create_op(self, opdef, inputs: tuple, attrs: dict, name: str, out_specs, control_inputs: tuple = (),
-                   device: str = "", frames: tuple = ()) -> Operation:
-        """Append one op whose `name` is already unique; outputs from `out_specs`."""
+                   device: str = "", frames: tuple = (), bind: bool = True) -> Operation:
+        """Append one op whose `name` is already unique; outputs from `out_specs`.
+
+        A read or write names its variables by handle: `Variable` attr values are registered in this
+        graph's resource table under `device` (unless `bind` is False: the caller binds once the op's
+        device is known), and handle values must already be in it.
+        """
         self._check_not_finalized()
+        if bind and attrs and (opdef.effect == "read" or opdef.effect == "write"):
+            attrs = bind_variables(self.resources, attrs, device, f"{opdef.name} op {name!r}")
         with self._lock:
             op = Operation(self, name, opdef, tuple(inputs), attrs, tuple(control_inputs), device,
                            len(self._ops), frames)

@@ -16,16 +16,21 @@ an op holding bodies (If/While/Case) is as impure as the ops inside them.
   writes in creation order.  Reads and inputs are never targets.
 - `has_effects(graph)`: some op of `graph` reads or writes state (a cond or
   loop over such a body is the stateful `If`/`While`, never folded or hoisted).
-- `var_of(op)`: the variable a read or write acts on (attr `var`), or None.
+- `var_of(op)`: the variable a read or write acts on (attr `var`), or None;
+  `variables_of(op)`: every variable its attrs name (slots included).
 - `written_vars(op)`: every variable a write changes: attr `var`, or the attrs
   its OpDef lists in `extra["writes"]` (a fused optimizer update also writes
   its slot variables).
 
-Imports `operation` only.
+Variables are named by `resources.ResourceHandle`s in attrs; the accessors
+above return the live variables through the graph's resource table.
+
+Imports `operation` and `resources` only.
 """
 from __future__ import annotations
 
 from .operation import attr_subgraphs
+from .resources import ResourceHandle
 
 
 def is_input(opdef) -> bool:
@@ -71,15 +76,18 @@ def has_effects(graph) -> bool:
 
 
 def var_of(op):
-    """The variable a read or write acts on (its `var` attr), or None."""
-    return op._attrs.get("var") if is_ordered(op._opdef) else None
+    """The variable a read or write acts on (its `var` attr, through the graph's resource table), or None."""
+    if not is_ordered(op._opdef):
+        return None
+    h = op._attrs.get("var")
+    return None if h is None else _resolve(op, h)
 
 
 def variables_of(op) -> list:
     """Every variable an op's attrs refer to (read or written: `var`, and e.g. an optimizer's slots)."""
     if not op._attrs or not is_ordered(op._opdef):
         return []
-    return [v for v in op._attrs.values() if getattr(v, "_is_variable", False)]
+    return [_resolve(op, v) for v in op._attrs.values() if type(v) is ResourceHandle]
 
 
 def written_vars(op) -> list:
@@ -87,4 +95,8 @@ def written_vars(op) -> list:
     if op._opdef.effect != "write":
         return []
     names = op._opdef.extra.get("writes", ("var",))
-    return [v for v in (op._attrs.get(n) for n in names) if getattr(v, "_is_variable", False)]
+    return [_resolve(op, h) for h in (op._attrs.get(n) for n in names) if type(h) is ResourceHandle]
+
+
+def _resolve(op, handle):
+    return op._graph.resources.lookup(handle) if type(handle) is ResourceHandle else handle

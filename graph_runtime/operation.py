@@ -21,7 +21,7 @@ builds an `Equal` op), which is safe for dict lookups because identity-based
 hashes never collide between live objects.
 
 `GraphBase` is the base of `graph.Graph` that `attr_subgraphs` recognises, so
-this module needs nothing above it.  Imports `numpy`, `eager` and `run_config`
+this module needs nothing above it.  Imports `numpy`, `eager`, `resources` and `run_config`
 (the default session) only.
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ from eager.registry import Spec
 from eager.shape import TensorShape
 from eager.tensor import Tensor
 
+from .resources import resolve_attrs
 from .run_config import get_default_session
 
 # ------------------------------------------------------------------ source locations
@@ -303,12 +304,14 @@ class Operation:
 
     @property
     def attrs(self) -> dict:
-        """The attribute dict (read-only by convention: ops are immutable)."""
-        return self._attrs
+        """The attribute dict (read-only by convention: ops are immutable).  A variable attr is stored as a
+        resource handle (`_attrs`); this view gives the variable it names in the graph's resource table."""
+        return resolve_attrs(self)
 
     def get_attr(self, name: str) -> Any:
+        """One attr's value, variables resolved (as `attrs`)."""
         try:
-            return self._attrs[name]
+            return resolve_attrs(self)[name]
         except KeyError:
             raise ValueError(f"Operation {self._name!r} ({self.type}) has no attr named {name!r}; it has "
                              f"{sorted(self._attrs)}") from None

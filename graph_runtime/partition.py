@@ -132,7 +132,7 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
     elif len(devices) <= 1:
         return []
     devices.sort()
-    parts = {d: Part(d, Graph(f"{graph.name}@{d}")) for d in devices}
+    parts = {d: Part(d, Graph(f"{graph.name}@{d}", resources=graph.resources)) for d in devices}
     main = parts[devices[0]]
     fed = {id(t): i for i, t in enumerate(feeds)}
     local: dict = {}        # (id(src tensor), device) -> tensor in that device's graph

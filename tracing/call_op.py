@@ -79,7 +79,7 @@ class TapeCallInfo:
             else:
                 assigned.update(id(v) for v in written_vars(o))
         self.reads = reads
-        self.variables = [r.op.get_attr("var") for r in reads]
+        self.variables = [var_of(r.op) for r in reads]
         self.call = CallPlan(cf.graph, list(cf.inputs) + reads, list(cf.outputs), _targets(cf))
         self.forward = self.call.fn
 

@@ -59,7 +59,7 @@ class BodyGraph(AutoControlDependencies, Graph):
 
     def __init__(self, name: str, outer, hoist_reads: bool = True, no_hoist: frozenset = frozenset(),
                  capture_eager_outside: bool = True):
-        super().__init__(name)
+        super().__init__(name, resources=getattr(outer, "resources", None))    # the outer graph's variables
         self.outer = outer
         self.captures: list = []              # outer tensors, in capture order
         self._capture_map: dict = {}          # id(outer tensor) -> (outer tensor, body placeholder)

@@ -118,7 +118,7 @@ class Rewriter:
         if self._dst is None:
             if self._probe:
                 raise GraphChanged(self.src.name)
-            self._dst = Graph(self.src.name)
+            self._dst = Graph(self.src.name, resources=self.src.resources)
             self._dst._name_counts = dict(self.src._name_counts)
         return self._dst
 
