@@ -37,7 +37,7 @@ from eager.registry import Spec, op, register_gradient
 from .auto_deps import has_effects
 from .grad_state import GradState
 from .ops import CASE, IF, STATELESS_CASE, STATELESS_IF
-from .vjp import build_vjp, dys_for, finish_vjp, forward_op, input_index
+from .vjp import build_vjp, dys_for, finish_vjp, forward_op, input_index, request_saves
 
 
 def branches_of(attrs) -> tuple:
@@ -68,7 +68,6 @@ def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) ->
     branch that ran contributes.
     """
     branches = branches_of(a)
-    state: GradState = a["grad_state"]
     wrt = [j for j, c in enumerate(caps) if c.dtype.is_floating]
     result = [None] * len(caps)
     if not wrt:
@@ -89,9 +88,10 @@ def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) ->
                 m.append((ph, ("cap", j)))
             else:
                 m.append((ph, ("saved", len(slots))))
-                slots.append((b, state.request(b, t), t))
+                slots.append((b, t))
         feeds.append(m)
-    state.active = True
+    nums, variant = request_saves(a, variant, slots)
+    slots = [(b, s, t) for (b, t), s in zip(slots, nums)]
     index, saved = saved_values(variant, caps, slots)
 
     def outer(b, ref):

@@ -15,11 +15,19 @@ memory).
 In a GraphDef the requests are stored as tensor names of the bodies
 (`codecs.py`) and resolved on first use (`tensors`).
 
+A state is frozen when a plan compiles its op (`freeze`: lowering and the
+interpreting executor take a snapshot of the requests then, so a compiled plan
+never changes behaviour afterwards).  A gradient built later that needs values
+a frozen state does not save gets a copy of the forward op with a thawed state
+(`vjp.request_saves`); the copy is the state's `successor`, shared by later
+gradients until a plan freezes it too.
+
 Imports nothing from the project.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(eq=False)
@@ -28,20 +36,46 @@ class GradState:
 
     saves: list = field(default_factory=list)
     active: bool = False          # a gradient exists: the variant output must carry the saved values
+    frozen: bool = False          # a compiled plan runs the op with the requests it had then
+    successor: Any = field(default=None, repr=False)   # the forward op copy that takes later requests
 
     @classmethod
     def for_bodies(cls, n: int) -> "GradState":
         return cls([[] for _ in range(n)])
 
     def request(self, body_index: int, tensor) -> int:
-        """The slot of `tensor` in body `body_index`'s saved values (added if new)."""
-        self.active = True
+        """The slot of `tensor` in body `body_index`'s saved values (added if new; never on a frozen state
+        that lacks it: `serves` first)."""
         lst = self.saves[body_index]
         for i, t in enumerate(lst):
             if t is tensor:
+                self.activate()
                 return i
+        if self.frozen:
+            raise RuntimeError("internal error: a save was requested from a frozen GradState (see serves())")
+        self.active = True
         lst.append(tensor)
         return len(lst) - 1
+
+    def activate(self) -> None:
+        if not self.active:
+            if self.frozen:
+                raise RuntimeError("internal error: a frozen, inactive GradState was activated (see serves())")
+            self.active = True
+
+    def serves(self, wanted) -> bool:
+        """True when requesting `wanted` ((body index, tensor) pairs) and activating leave what a compiled
+        plan froze unchanged: the state is not frozen, or it is active and saves all of them already."""
+        if not self.frozen:
+            return True
+        return self.active and all(any(x is t for x in self.saves[b]) for b, t in wanted)
+
+    def freeze(self, bodies) -> tuple:
+        """Freeze for a compiled plan; returns its snapshot `(active, saved tensors per body)`."""
+        self.frozen = True
+        if not self.active:
+            return False, tuple(() for _ in bodies)
+        return True, tuple(tuple(self.tensors(i, g)) for i, g in enumerate(bodies))
 
     def tensors(self, body_index: int, graph) -> list:
         """Body `body_index`'s saved tensors; names (from an imported GraphDef) are resolved in `graph`."""
@@ -52,6 +86,7 @@ class GradState:
         return lst
 
     def __repr__(self):
+        frozen = ", frozen" if self.frozen else ""
         if not self.active:
-            return "GradState(inactive)"
-        return "GradState(" + ", ".join(str(len(s)) for s in self.saves) + " saved)"
+            return f"GradState(inactive{frozen})"
+        return "GradState(" + ", ".join(str(len(s)) for s in self.saves) + f" saved{frozen})"

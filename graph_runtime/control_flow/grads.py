@@ -37,7 +37,7 @@ from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op, register_gradien
 from . import branch_grads  # noqa: F401 - registers the If/Case gradient rule
 from .ops import STATELESS_WHILE, WHILE
 from .plans import body_plan
-from .vjp import build_vjp, dys_for, feed_spec, finish_vjp
+from .vjp import build_vjp, dys_for, feed_spec, finish_vjp, request_saves
 
 
 # ------------------------------------------------------------------ While
@@ -63,7 +63,7 @@ def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: l
     (row t: iteration t).
     """
     n = a["num_vars"]
-    body, state = a["body"], a["grad_state"]
+    body = a["body"]
     fvars = [i for i in range(n) if a["Tout"][i].is_floating]
     fcaps = [j for j, c in enumerate(caps) if c.dtype.is_floating]
     gv, gc = [None] * n, [None] * len(caps)
@@ -75,7 +75,9 @@ def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: l
     if not keep:
         return gv, gc
     finish_vjp(g, gr, body, wrt, keep)
-    spec = feed_spec(g, body, state, 0, n)
+    spec, wanted = feed_spec(g, body, n)
+    slots, variant = request_saves(a, variant, [(0, t) for t in wanted])
+    spec = tuple((k, i if k == 0 else slots[i]) for k, i in spec)
     cap_keep = [fcaps[k - nf] for k in keep[nf:]]
     attrs = {"vjp": g, "feeds": spec, "n_dy": nf, "n_extra": len(extra_targets), "n_caps": len(caps),
              "cap_index": tuple(cap_keep),

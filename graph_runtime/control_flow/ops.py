@@ -67,15 +67,19 @@ def _infer(specs, attrs):
 
 
 # ------------------------------------------------------------------ If / Case
-def _branch_runner(branches, state: GradState, optimize: bool):
-    """`run(b, caps) -> outputs + (variant,)` with plans bound (recompiled if saves are added)."""
+def _branch_runner(branches, state: GradState, optimize: bool, freeze: bool = True):
+    """`run(b, caps) -> outputs + (variant,)` with plans bound.
+
+    `freeze` (a compiled plan): the requests are read once, now, and the state frozen, so the plan
+    never changes behaviour; otherwise (a one-off kernel call) they are read at each run.
+    """
     plain = [body_plan(g, (), optimize) for g in branches]
+    snapshot = state.freeze(branches)[1] if freeze else None
 
     def run(b, caps):
-        saves = state.saves[b]
+        saves = snapshot[b] if snapshot is not None else tuple(state.tensors(b, branches[b]))
         if saves:
-            saves = state.tensors(b, branches[b])
-            plan = body_plan(branches[b], tuple(saves))
+            plan = body_plan(branches[b], saves)
             try:
                 outs = plan.fn(*caps)
             except Exception as e:
@@ -91,7 +95,7 @@ def _branch_runner(branches, state: GradState, optimize: bool):
 
 
 def _if_kernel(pred, *caps, then_branch, else_branch, grad_state, **_):
-    return _branch_runner((then_branch, else_branch), grad_state, True)(0 if pred else 1, caps)
+    return _branch_runner((then_branch, else_branch), grad_state, True, freeze=False)(0 if pred else 1, caps)
 
 
 def _lower_if(op, ctx):
@@ -110,7 +114,8 @@ def case_branch(index, n_branches: int, has_default: bool) -> int:
 
 
 def _case_kernel(index, *caps, branches, has_default, grad_state, **_):
-    return _branch_runner(branches, grad_state, True)(case_branch(index, len(branches), has_default), caps)
+    return _branch_runner(branches, grad_state, True, freeze=False)(case_branch(index, len(branches), has_default),
+                                                                    caps)
 
 
 def _lower_case(op, ctx):
@@ -124,13 +129,22 @@ def _lower_case(op, ctx):
 
 
 # ------------------------------------------------------------------ While
-def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, optimize: bool):
-    """`run(*loop_vars, [maximum_iterations,] *captures) -> loop_vars + (variant,)` (loop_plan.py)."""
+def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, optimize: bool, freeze: bool = True):
+    """`run(*loop_vars, [maximum_iterations,] *captures) -> loop_vars + (variant,)` (loop_plan.py).
+
+    `freeze`: as `_branch_runner` (a compiled plan fixes the requests now).
+    """
     plain = loop_plan(cond_g, body_g, n, has_max, (), optimize)
+    if freeze:
+        active, saves = state.freeze((body_g,))
+        fixed = loop_plan(cond_g, body_g, n, has_max, saves[0], optimize) if active else plain
 
     def run(*args):
-        plan = loop_plan(cond_g, body_g, n, has_max, tuple(state.tensors(0, body_g)), optimize) \
-            if state.active else plain
+        if freeze:
+            plan = fixed
+        else:
+            plan = loop_plan(cond_g, body_g, n, has_max, tuple(state.tensors(0, body_g)), optimize) \
+                if state.active else plain
         try:
             return plan.fn(*args)
         except Exception as e:
@@ -139,7 +153,7 @@ def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, optim
 
 
 def _while_kernel(*args, cond, body, num_vars, has_max, grad_state, **_):
-    return _while_runner(cond, body, num_vars, has_max, grad_state, True)(*args)
+    return _while_runner(cond, body, num_vars, has_max, grad_state, True, freeze=False)(*args)
 
 
 def _lower_while(op, ctx):
@@ -156,6 +170,7 @@ def _interpret_branches(op, ex, pick, lower):
     if a["grad_state"].active:
         return lower(op, None)
     branches = a["branches"] if "branches" in a else (a["then_branch"], a["else_branch"])
+    a["grad_state"].freeze(branches)
     plans = [body_plan(g, (), False) for g in branches]
 
     def run(selector, *caps):
@@ -176,6 +191,7 @@ def _interpret_while(op, ex):
     a = op._attrs
     if a["grad_state"].active:
         return _lower_while(op, None)
+    a["grad_state"].freeze((a["body"],))
     n, has_max = a["num_vars"], a["has_max"]
     cplan, bplan = body_plan(a["cond"], (), False), body_plan(a["body"], (), False)
 
