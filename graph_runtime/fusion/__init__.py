@@ -30,11 +30,11 @@ Imports its own submodules only; numexpr is optional.
 from .options import FusionOptions, get_options, set_options, options
 from .program import Program, ProgramBuilder, interpret
 from .groups import Group, find_groups, fusible_reason
-from .kernel import FUSED_ELEMENTWISE, make_kernel, build_for_shapes, plan_strategy
+from .kernel import FUSED_ELEMENTWISE, make_kernel, build_for_shapes, plan_strategy, clear_caches
 from . import numexpr_backend
 from .numexpr_backend import TRANSCENDENTAL_MAX_ULP
 from . import codec  # noqa: F401 (registers the GraphDef codec of `Program`)
 
 __all__ = ["FusionOptions", "get_options", "set_options", "options", "Program", "ProgramBuilder", "interpret",
            "Group", "find_groups", "fusible_reason", "FUSED_ELEMENTWISE", "make_kernel", "build_for_shapes",
-           "plan_strategy", "numexpr_backend", "TRANSCENDENTAL_MAX_ULP"]
+           "plan_strategy", "clear_caches", "numexpr_backend", "TRANSCENDENTAL_MAX_ULP"]

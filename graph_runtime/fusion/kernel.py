@@ -204,6 +204,13 @@ def shared_kernel(program, input_shapes: tuple, opts: FusionOptions) -> Callable
     return fn
 
 
+def clear_caches() -> None:
+    """Forget every generated kernel and compiled numexpr stage (a benchmark of a true first call)."""
+    with _shared_lock:
+        _SHARED.clear()
+    numexpr_backend.clear_cache()
+
+
 def make_kernel(program, static_input_shapes, opts: FusionOptions = None) -> Callable:
     """The kernel a plan calls for this program: generated now if shapes are static, else per shape."""
     opts = opts or get_options()

@@ -1,5 +1,11 @@
 """numexpr kernels: the program as a few numexpr expressions ("stages"), each compiled once.
 
+Compiled stages are cached per process by their *canonical* text (arguments
+renamed `a0`, `a1`, ... in order of appearance) and argument dtypes
+(`compiled_stage`): the stages of an unrolled loop differ only in the names
+of the values they read, so a program of a thousand stages compiles a handful
+(compile time follows the number of distinct stages, issue 18).
+
 `build(program, shapes)` returns a kernel, or None when numexpr must not be
 used for this program:
 
@@ -209,33 +215,27 @@ def stage_count(program) -> int:
     return len(stages(program).stages)
 
 
+def name_dtypes(program) -> dict:
+    """The dtype of every name the program's stages read (inputs, constants, temporaries)."""
+    st = stages(program)
+    dtype_of = {n: program.dtypes[v] if isinstance(v, int) else v.dtype for n, v in st.names.items()}
+    dtype_of.update({s.name: program.dtypes[s.slot] for s in st.stages})
+    return dtype_of
+
+
 def build(program, shapes: dict) -> Optional[Callable]:
     if not available() or not expressible(program):
         return None
     st = stages(program)
-    dtype_of = {n: program.dtypes[v] if isinstance(v, int) else v.dtype for n, v in st.names.items()}
-    dtype_of.update({s.name: program.dtypes[s.slot] for s in st.stages})
+    dtype_of = name_dtypes(program)
     compiled = []
-    try:
-        for s in st.stages:
-            sig = [(n, _ne.getType(np.empty(0, dtype_of[n]))) for n in s.args]
-            compiled.append(_ne.NumExpr(s.text, sig))
-    except Exception:  # noqa: BLE001 - numexpr refuses it (e.g. too many registers): use NumPy
-        return None
-    # trial run: every stage must give the dtype the graph declares
+    for s in st.stages:
+        cx = compiled_stage(s, [dtype_of[n] for n in s.args], program.dtypes[s.slot])
+        if cx is None:
+            return None
+        compiled.append(cx)
     index = {s: k for k, s in enumerate(program.input_slots)}
-    values = {n: (dummy(program.dtypes[v], len(shapes[v])) if isinstance(v, int) else v)
-              for n, v in st.names.items()}
     lock = _vm_lock()
-    try:
-        with lock, np.errstate(all="ignore"):
-            for s, cx in zip(st.stages, compiled):
-                res = cx(*[values[n] for n in s.args], out=None, order="K", casting="safe", ex_uses_vml=False)
-                if res.dtype != program.dtypes[s.slot]:
-                    return None
-                values[s.name] = res
-    except Exception:  # noqa: BLE001
-        return None
     ns: dict = {n: v for n, v in st.names.items() if not isinstance(v, int)}
     ns["__lock"] = lock
     lines = [f"def fused({', '.join(f'i{k}' for k in range(len(program.input_slots)))}):", "    with __lock:"]
@@ -255,6 +255,60 @@ def build(program, shapes: dict) -> Optional[Callable]:
     fn.expression = st.text()
     fn.stages = len(st.stages)
     return fn
+
+
+_STAGE_CACHE: dict = {}     # (canonical text, input dtypes) -> (NumExpr, result dtype) or None (refused)
+_stage_lock = threading.Lock()
+MAX_CACHED_STAGES = 4096
+
+
+def canonical(stage: Stage) -> str:
+    """The stage's text with its arguments renamed `a0`, `a1`, ... in order of first appearance: stages that
+    compute the same expression of different values (an unrolled loop's rounds) have the same text."""
+    rename = {n: f"a{k}" for k, n in enumerate(stage.args)}
+    return _NAME.sub(lambda m: rename.get(m.group(0), m.group(0)), stage.text)
+
+
+def compiled_stage(stage: Stage, arg_dtypes: list, want: np.dtype):
+    """The compiled `NumExpr` of `stage` for these argument dtypes (positional, in `stage.args` order), or None
+    when numexpr refuses it or its result is not of dtype `want`.
+
+    Compiled once per (canonical text, argument dtypes) in the process, like `numexpr.evaluate`'s own cache:
+    a 4,000-line unrolled function splits into a thousand stages with one canonical text, so compile time
+    follows the number of *distinct* stages.  The result dtype is found by a trial run on one-element inputs
+    of the argument dtypes (it depends on the dtypes only)."""
+    key = (canonical(stage), tuple(np.dtype(d).str for d in arg_dtypes))
+    hit = _STAGE_CACHE.get(key, False)
+    if hit is False:
+        hit = _compile_stage(key[0], arg_dtypes)
+        with _stage_lock:
+            if len(_STAGE_CACHE) >= MAX_CACHED_STAGES:
+                _STAGE_CACHE.clear()
+            _STAGE_CACHE[key] = hit
+    if hit is None or hit[1] != want:
+        return None
+    return hit[0]
+
+
+def _compile_stage(text: str, arg_dtypes: list):
+    try:
+        sig = [(f"a{k}", _ne.getType(np.empty(0, d))) for k, d in enumerate(arg_dtypes)]
+        cx = _ne.NumExpr(text, sig)
+    except Exception:  # noqa: BLE001 - numexpr refuses it (e.g. too many registers): use NumPy
+        return None
+    try:
+        with _vm_lock(), np.errstate(all="ignore"):
+            res = cx(*[dummy(np.dtype(d), 1) for d in arg_dtypes], out=None, order="K", casting="safe",
+                     ex_uses_vml=False)
+    except Exception:  # noqa: BLE001
+        return None
+    return cx, res.dtype
+
+
+def clear_cache() -> None:
+    """Forget the compiled stages (benchmarks of a first call; tests)."""
+    with _stage_lock:
+        _STAGE_CACHE.clear()
 
 
 def _vm_lock():

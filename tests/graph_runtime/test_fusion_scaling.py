@@ -96,3 +96,29 @@ def test_fifty_op_chain_is_one_numexpr_call():
     got, kernels, _ = _run(chain50, force="numexpr")
     assert [(k.strategy, k.stages) for k in kernels] == [("numexpr", 1)]
     np.testing.assert_allclose(got, ref, rtol=1e-5)
+
+
+@needs_numexpr
+def test_stages_of_an_unrolled_loop_compile_once():
+    # issue 18: the rounds of an unrolled loop give stages that differ only in the names they read; each
+    # distinct (canonical text, argument dtypes) is compiled once, so compile time follows distinct stages
+    numexpr_backend.clear_cache()
+    ref, _, _ = _run(residual, enabled=False)
+    got, kernels, programs = _run(residual, force="numexpr")
+    st = numexpr_backend.stages(programs[0])
+    texts = {numexpr_backend.canonical(s) for s in st.stages}
+    assert len(st.stages) > 10 and len(texts) <= 3
+    dtype_of = numexpr_backend.name_dtypes(programs[0])
+    compiled = {id(numexpr_backend.compiled_stage(s, [dtype_of[n] for n in s.args], programs[0].dtypes[s.slot]))
+                for s in st.stages}
+    assert len(compiled) == len(texts)
+    np.testing.assert_allclose(got, ref, rtol=2e-5)
+
+
+def test_clear_caches_makes_the_next_plan_generate_its_kernel():
+    _, k1, _ = _run(residual, numexpr=False)
+    _, k2, _ = _run(residual, numexpr=False)
+    assert k1[0] is k2[0]                   # shared: same program signature, shapes and options
+    fusion.clear_caches()
+    _, k3, _ = _run(residual, numexpr=False)
+    assert k3[0] is not k1[0]
