@@ -12,16 +12,17 @@ globals, defaults and *the original closure cells* (so `nonlocal` writes and
 late binding behave exactly as in the original), plus a fresh cell holding
 the runtime module.  The code is compiled with the user's file name and line
 numbers (see origin_info), so tracebacks point at the user's source.
+`compile_function` consumes the converted tree (it is re-typed to `ast` in
+place, translate.py): convert again to get another tree.
 """
 from __future__ import annotations
 
-import ast
 import types
 from dataclasses import dataclass
 
 import gast
 
-from . import origin_info
+from . import origin_info, translate
 from .templates import name_node
 
 
@@ -48,8 +49,7 @@ def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
     origin_info.inherit([factory], fn_node)
     module = gast.Module(body=[factory], type_ignores=[])
-    py = gast.gast_to_ast(module)
-    ast.fix_missing_locations(py)
+    py = translate.to_ast_in_place(module, fill_positions=True)     # consumes the tree: it is compiled once
     code = compile(py, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in factory_code.co_consts

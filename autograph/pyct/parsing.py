@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import gast
 
-from . import origin_info
+from . import origin_info, translate
 
 
 class ParseError(Exception):
@@ -81,15 +81,14 @@ def parse_function(fn) -> tuple[gast.AST, SourceInfo]:
     is_lambda = fn.__name__ == "<lambda>"
     text, col = _dedent(lines)
     try:
-        tree = _parse_text(text, is_lambda)
+        tree = _parse_in_place(lines, lineno, col, text, is_lambda)
     except ParseError:
         if not fast:
             raise
         lines, lineno = inspect.getsourcelines(fn)  # the fast block was cut short
         text, col = _dedent(lines)
-        tree = _parse_text(text, is_lambda)
+        tree = _parse_in_place(lines, lineno, col, text, is_lambda)
     info = SourceInfo(filename, lineno, text)
-    origin_info.shift(tree, lineno - 1, col)
     if is_lambda:
         return _find_lambda(tree, fn), info
     for node in tree.body:
@@ -99,9 +98,34 @@ def parse_function(fn) -> tuple[gast.AST, SourceInfo]:
     raise ParseError(f"could not find the definition of {fn.__qualname__} in its source")
 
 
+def _parse_in_place(lines: list[str], lineno: int, col: int, text: str, is_lambda: bool) -> gast.Module:
+    """The tree of `lines` (starting at line `lineno` of their file, indented by `col`) with the positions
+    the nodes have in the file.
+
+    A def is parsed where it stands: its lines behind `lineno - 1` empty lines, and when indented, inside
+    an `if 1:` (so the parser accepts the indentation and columns need no shifting either): no pass over
+    the tree moves positions afterwards, and a multi-line string keeps the indentation of its lines, as
+    the running function has it.  A lambda's lines (a fragment of a larger expression) are parsed
+    dedented, trimmed until they parse (`_parse_text`), and shifted."""
+    if is_lambda:
+        tree = _parse_text(text, is_lambda)
+        origin_info.shift(tree, lineno - 1, col)
+        return tree
+    body = "".join(lines)
+    if col == 0:
+        return _parse_text("\n" * (lineno - 1) + body, False)
+    if lineno < 2:
+        raise ParseError("an indented definition on the first line of its file")
+    tree = _parse_text("\n" * (lineno - 2) + "if 1:\n" + body, False)
+    if len(tree.body) != 1 or not isinstance(tree.body[0], gast.If):
+        raise ParseError("source does not parse")
+    tree.body = tree.body[0].body
+    return tree
+
+
 def _parse_text(text: str, is_lambda: bool) -> gast.Module:
     try:
-        return gast.parse(text)
+        return translate.parse(text)
     except SyntaxError:
         if not is_lambda:
             raise ParseError("source does not parse") from None
@@ -110,7 +134,7 @@ def _parse_text(text: str, is_lambda: bool) -> gast.Module:
     stripped = text.rstrip()
     for cut in range(len(stripped), 0, -1):
         try:
-            return gast.parse(stripped[:cut])
+            return translate.parse(stripped[:cut])
         except SyntaxError:
             continue
     raise ParseError("lambda source does not parse")
@@ -131,8 +155,7 @@ def unparse(node) -> str:
     """Python source text of a gast node or list of nodes."""
     if isinstance(node, (list, tuple)):
         return "\n".join(unparse(n) for n in node)
-    py = gast.gast_to_ast(node)
-    ast.fix_missing_locations(py)
+    py = translate.to_ast(node, fill_positions=True)
     try:
         return ast.unparse(py)
     except AttributeError:  # Python < 3.9

@@ -20,7 +20,7 @@ import textwrap
 
 import gast
 
-from . import origin_info
+from . import origin_info, translate
 from .walk import Transformer
 
 _CTX_NODES = (gast.Name, gast.Tuple, gast.List, gast.Attribute, gast.Subscript, gast.Starred)
@@ -76,7 +76,7 @@ def copy_tree(node, memo=None):
 @functools.lru_cache(maxsize=512)
 def _parsed(text: str) -> list:
     """The parsed, position-free statements of a template or literal (never handed out: copied)."""
-    tree = gast.parse(textwrap.dedent(text))
+    tree = translate.parse(textwrap.dedent(text))
     origin_info.strip(tree)
     return tree.body
 

@@ -6,7 +6,7 @@ import gast
 import numpy as np
 
 import autograph
-from autograph.pyct import parsing, templates, walk
+from autograph.pyct import parsing, templates, translate, walk
 
 _BLOCK = ("    y = abs(y) * 0.5 + max(y, 1.0)\n"
           "    if y > 2.0:\n"
@@ -30,8 +30,8 @@ def test_template_parses_do_not_grow_with_function_length(tmp_path, monkeypatch)
     """Templates are parsed once per text, not once per use: converting 200 lines parses no more
     than converting 21 lines of the same constructs (it used to parse a template per call, branch
     and loop)."""
-    real, parses = gast.parse, []
-    monkeypatch.setattr(gast, "parse", lambda *a, **k: parses.append(1) or real(*a, **k))
+    real, parses = translate.parse, []
+    monkeypatch.setattr(translate, "parse", lambda *a, **k: parses.append(1) or real(*a, **k))
     counts = {}
     for blocks in (3, 29):  # 21 and 203 lines
         fn = _load(tmp_path, blocks)
@@ -145,3 +145,98 @@ def test_conversion_runs_no_cyclic_collection_and_restores_gc(tmp_path):
         gc.enable()
         gc.set_threshold(*threshold)
         gc.callbacks.remove(callback)
+
+
+_EVERY_KIND = '''
+import os as o, sys
+from a.b import (c as d, e)
+@dec(1)
+class K(Base, metaclass=M):
+    x: int = 1
+    async def am(self, j):
+        async with f() as (g, h):
+            async for i in j:
+                await k
+        return [i async for i in j]
+    def m(self, /, a, b=2, *args, c, d=3, **kw) -> "K":
+        global q
+        try:
+            del a[1:2, ::3], b.c
+        except (E, F) as err:
+            raise G from err
+        except H:
+            pass
+        else:
+            yield
+        finally:
+            return (yield from z)
+        try:
+            pass
+        except* H as eg:
+            pass
+def outer():
+    v = 0
+    def inner():
+        nonlocal v
+        v += 1
+        return lambda *a, k=1, **b: {**b, 'k': [*a]}
+    match v:
+        case [1, *rest] | {"k": _, **rest} if rest:
+            pass
+        case K(x=0) as kk:
+            pass
+    while (w := v) > 0 and not w or w is None:
+        v = -v if v else ~v
+        break
+    else:
+        assert v, f"{v!r:>{w}}"
+    return {i: j for i, j in zip(a, b) if i}, {i for i in a}, (i for i in a), [i for i in a][0]
+'''
+
+
+def test_fast_translation_gives_gasts_trees():
+    """translate.py builds the trees gast's translators build (positions included), in place or not, for
+    every node kind Python has and for this project's own source."""
+    import ast
+    import pathlib
+    root = pathlib.Path(autograph.__file__).parent
+    sources = [_EVERY_KIND] + [p.read_text() for p in sorted(root.rglob("*.py"))]
+    dump_g = lambda t: gast.dump(t, include_attributes=True)  # noqa: E731
+    dump_a = lambda t: ast.dump(t, include_attributes=True)  # noqa: E731
+    for src in sources:
+        expected_g = gast.ast_to_gast(ast.parse(src))
+        got_g = translate.to_gast_in_place(ast.parse(src))
+        assert dump_g(got_g) == dump_g(expected_g)
+        assert all(type(n).__module__.startswith("gast") for n in gast.walk(got_g))
+        expected_a = ast.fix_missing_locations(gast.gast_to_ast(expected_g))
+        assert dump_a(translate.to_ast(got_g, fill_positions=True)) == dump_a(expected_a)
+        assert dump_g(got_g) == dump_g(expected_g)                     # the copying translation left it
+        got_a = translate.to_ast_in_place(got_g, fill_positions=True)
+        assert dump_a(got_a) == dump_a(expected_a)
+        assert all(type(n).__module__ == "ast" for n in ast.walk(got_a))
+        compile(got_a, "<test>", "exec")
+
+
+def test_fill_missing_positions_is_fix_missing_locations():
+    import ast
+    tree = gast.gast_to_ast(gast.parse("def f(x):\n    return g(x) + 1\n"))
+    ret = tree.body[0].body[0]
+    ret.value = ast.Call(func=ast.Name(id="h", ctx=ast.Load()), args=[ret.value], keywords=[])
+    ret.value.args[0].end_lineno = None
+    a, b = translate.fill_missing_positions(gast.gast_to_ast(gast.ast_to_gast(tree))), ast.fix_missing_locations(tree)
+    assert ast.dump(a, include_attributes=True) == ast.dump(b, include_attributes=True)
+
+
+def test_indented_function_is_parsed_where_it_stands():
+    """A nested def is parsed at its file position (no pass shifts positions afterwards), so a multi-line
+    string keeps its lines' indentation, as the running function has it (dedenting the source used to
+    change it)."""
+    def inner(a):
+        s = """first
+        second"""
+        return s + \
+            a
+    node, info = parsing.parse_function(inner)
+    assert node.lineno == inner.__code__.co_firstlineno and node.col_offset == 4
+    assert node.body[1].lineno == node.lineno + 3 and node.body[1].col_offset == 8
+    assert autograph.to_graph(inner)("!") == inner("!") == "first\n        second!"
