@@ -51,6 +51,9 @@ class PassStats:
     seconds: float = 0.0
     details: dict = field(default_factory=dict)   # rule or reason -> count
     iteration: int = 0
+    # the changes give no other pass new work (e.g. only equal constants merged): a pass that had nothing to
+    # do on the input has nothing to do on the output either (the manager does not re-run it)
+    keeps_fixed_points: bool = False
 
     def summary(self) -> str:
         det = ", ".join(f"{k}: {v}" for k, v in sorted(self.details.items()))

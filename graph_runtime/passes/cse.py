@@ -10,6 +10,15 @@ bitwise exact: `AddN` with 3+ inputs is not reordered (float addition is not
 associative), nor are float `Maximum`/`Minimum` (they may pick either zero of
 `max(-0.0, 0.0)`).
 
+A run that only merged `Const` ops says so (`PassStats.keeps_fixed_points`):
+the other passes see the same values afterwards, so the pass manager does not
+run them again for it (an unrolled function's repeated literals no longer cost
+a second optimizer round).  Constant folding sees the same constant inputs;
+scale folding and the other value-based rewrites see the same values; a
+pattern needing one tensor twice (`x * x`) over two merged constants is
+constant-folded already, unless they exceed the folding size limit (then
+that rewrite, a `Square`, waits: never a wrong result).
+
 Never merged: stateful ops (random draws, reads, assigns, prints), ops with
 bodies (If/While), and anything into a preserved op (a fed tensor's consumers
 must keep reading the fed value).  A preserved duplicate keeps its name as an
@@ -51,7 +60,9 @@ def eliminate_common_subexpressions(graph, ctx: PassContext):
         if not rw.preserved(op):
             seen[key] = new
     out = rw.finish()
-    return out, make_stats("common_subexpression", graph, out, rw)
+    stats = make_stats("common_subexpression", graph, out, rw)
+    stats.keeps_fixed_points = set(rw.notes) == {"Const"}
+    return out, stats
 
 
 CSE = register_pass(GraphPass("common_subexpression", eliminate_common_subexpressions,

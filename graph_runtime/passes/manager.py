@@ -22,7 +22,9 @@ pass that changes nothing returns its input graph itself, without copying it,
 and the result is the input graph itself when no pass changed anything.  In
 the fixed-point loop a pass is not re-run on a graph it already left
 unchanged, so the last round only runs the passes that have not yet seen the
-final graph.
+final graph; nor on a graph that differs from one it left unchanged only by
+changes that give other passes no work (`PassStats.keeps_fixed_points`: CSE
+merging equal constants and nothing else).
 
 `fetches` names everything that must keep its name and meaning: fetched
 tensors, fed tensors and target ops (tensors, ops, names 'op:0'/'op', nested
@@ -190,9 +192,14 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
             for p in loop:
                 if settled.get(p.name) is graph:
                     continue
+                before = graph
                 graph, stats = run(p, graph, iteration)
                 if stats.changes:
                     changed = True
+                    if stats.keeps_fixed_points:      # e.g. CSE merged only constants: nothing new for others
+                        for name, g in settled.items():
+                            if g is before:
+                                settled[name] = graph
                 else:
                     settled[p.name] = graph
             if not changed:
