@@ -221,19 +221,48 @@ class ControlFlowTransformer(transformer.Base):
         return new
 
 
+_LOWERED = (gast.If, gast.While, gast.For)          # what ControlFlowTransformer rewrites
+_BODIES = tuple(c for c in (gast.stmt, gast.excepthandler, getattr(gast, "match_case", None)) if c is not None)
+
+
+def has_control_flow(stmts: list) -> bool:
+    """Is there an `if`, `while` or `for` that ControlFlowTransformer would lower: in `stmts` or in the
+    statements nested in them, generated functions included, user-written nested defs and classes not
+    (it does not enter them).  Statements only: none sit inside an expression."""
+    stack = list(stmts)
+    while stack:
+        s = stack.pop()
+        if isinstance(s, _LOWERED):
+            return True
+        if isinstance(s, (gast.ClassDef, gast.AsyncFunctionDef)) or \
+                isinstance(s, gast.FunctionDef) and not anno.get(s, Key.GENERATED):
+            continue           # transformer.Base enters generated defs only
+        for field in s._fields:
+            value = getattr(s, field, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, _BODIES))
+    return False
+
+
 def transform(fn_node, ctx):
     if isinstance(fn_node, gast.Lambda):
         return fn_node
+    # Without if/while/for nothing is lowered: the liveness and definitions analyses (which only the
+    # lowering reads) are skipped, the walk over the tree too (issue 18: a long straight-line function)
+    lowered = has_control_flow(fn_node.body)
     with activity.memoized():  # the analyses below read the same statements' activity
-        liveness.analyze(fn_node)
-        definitions.analyze(fn_node)
+        if lowered:
+            liveness.analyze(fn_node)
+            definitions.analyze(fn_node)
         g, nl = activity.declared_nonlocal(fn_node)
         cells = activity.closed_over(fn_node) - g - nl
-        fn_writes = frozenset(activity.of(fn_node.body).writes | activity.params_of(fn_node))
-    fn_node = ControlFlowTransformer(ctx, g | nl, g, nl, cells, fn_writes).transform(fn_node)
+        if lowered:
+            fn_writes = frozenset(activity.of(fn_node.body).writes | activity.params_of(fn_node))
+    if lowered:
+        fn_node = ControlFlowTransformer(ctx, g | nl, g, nl, cells, fn_writes).transform(fn_node)
     # A closed-over name that only generated functions assign still needs a
     # binding here for their `nonlocal` declarations.
-    unbound = sorted(cells - activity.params_of(fn_node) - activity.bound_directly(fn_node.body))
+    unbound = sorted(cells - activity.params_of(fn_node) - activity.bound_directly(fn_node.body)) if cells else []
     if unbound:
         prologue = ControlFlowTransformer(ctx, set(), set(), set())._prefill(unbound)
         origin_info.inherit(prologue, fn_node.body[0])

@@ -191,13 +191,14 @@ def closed_over(fn_node) -> set[str]:
     """Locals of `fn_node` that a nested def or lambda reads or writes (its cell
     variables, over-approximated): such a function may run while a converted
     loop or branch holds the name's current value as explicit state."""
-    local = params_of(fn_node) | of(fn_node.body).writes
     free: set[str] = set()
     for n in all_nodes(gast.Module(body=fn_node.body, type_ignores=[])):
         if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)):
             act = of(n)
             free |= act.reads | (act.writes - {getattr(n, "name", None)})
-    return free & local
+    if not free:
+        return free          # no nested function: the body's own activity is not needed
+    return free & (params_of(fn_node) | of(fn_node.body).writes)
 
 
 def bound_directly(stmts: list) -> set[str]:

@@ -240,3 +240,24 @@ def test_indented_function_is_parsed_where_it_stands():
     assert node.lineno == inner.__code__.co_firstlineno and node.col_offset == 4
     assert node.body[1].lineno == node.lineno + 3 and node.body[1].col_offset == 8
     assert autograph.to_graph(inner)("!") == inner("!") == "first\n        second!"
+
+
+def test_straight_line_function_skips_the_control_flow_analyses(tmp_path, monkeypatch):
+    """Liveness and definitions annotate if/while/for for their lowering only: a function without any is
+    converted without running them (and to the same code: nothing to lower); one with a loop runs them."""
+    from autograph.converters import control_flow
+    from autograph.static_analysis import liveness
+    calls = []
+    real = liveness.analyze
+    monkeypatch.setattr(liveness, "analyze", lambda fn: calls.append(fn.name) or real(fn))
+    path = tmp_path / "straight.py"
+    path.write_text("def f(y):\n    y = abs(y) * 0.5\n    g = lambda: y\n    return g() + 1.0\n")
+    spec = importlib.util.spec_from_file_location("straight", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert not control_flow.has_control_flow(parsing.parse_function(module.f)[0].body)
+    assert autograph.to_graph(module.f)(-2.0) == module.f(-2.0) == 2.0
+    assert calls == []
+    fn = _load(tmp_path, 6)             # a size no other test converts (the cache compares code by value)
+    assert control_flow.has_control_flow(parsing.parse_function(fn)[0].body)
+    assert autograph.to_graph(fn)(3.0) == fn(3.0) and calls == ["f"]
