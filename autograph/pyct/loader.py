@@ -47,9 +47,10 @@ def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],
                             kw_defaults=[], kwarg=None, defaults=[]),
         body=[fn_node, gast.Return(value=name_node(fn_node.name))],
         decorator_list=[], returns=None, type_comment=None, type_params=[])
-    origin_info.inherit([factory], fn_node)
     module = gast.Module(body=[factory], type_ignores=[])
-    py = translate.to_ast_in_place(module, fill_positions=True)     # consumes the tree: it is compiled once
+    # `origin_info.inherit([factory], fn_node)` and `ast.fix_missing_locations`, in the translation's walk;
+    # consumes the tree (it is compiled once)
+    py = translate.to_ast_in_place(module, fill_positions=True, inherit_from=origin_info.base_of(fn_node))
     code = compile(py, filename, "exec")
     factory_code = next(c for c in code.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in factory_code.co_consts

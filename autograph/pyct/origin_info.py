@@ -50,6 +50,13 @@ def inherit(nodes, origin: gast.AST) -> None:
             _fill(n, base)
 
 
+def base_of(origin: gast.AST):
+    """The (lineno, col_offset, end_lineno, end_col_offset) `inherit(nodes, origin)` gives positionless nodes,
+    or None when `origin` has no position (then `inherit` does nothing)."""
+    base = header(origin)
+    return None if base["lineno"] is None else tuple(base[k] for k in _POS)
+
+
 def header(origin: gast.AST) -> dict:
     """`origin`'s position limited to its first line (for a compound
     statement: its header, e.g. `while i < n:`).  Generated code takes this

@@ -211,6 +211,76 @@ class _ToAstInPlace(_in_place(_ToAst, ast)):
         return node
 
 
+class _PositionedToAst(_ToAstInPlace):
+    """`_ToAstInPlace` that completes positions on the way (see `to_ast_in_place`): before a node is
+    translated, a missing position takes the nearest positioned ancestor's (`origin_info.inherit`'s rule,
+    from `inherit_from`), then a still missing position attribute the parent's (`fix_missing_locations`'s
+    rule).  Translation copies positions as they are, so this is what the two walks gave afterwards."""
+
+    def __init__(self, inherit_from):
+        self._inh = inherit_from          # (lineno, col_offset, end_lineno, end_col_offset) or None
+        self._fix = (1, 0, 1, 0)
+
+    def _enter(self, node):
+        saved = (self._inh, self._fix)
+        lineno = getattr(node, "lineno", None)
+        if lineno is None:
+            if self._inh is not None:
+                node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = self._inh
+        elif self._inh is not None:
+            col = getattr(node, "col_offset", None)
+            end = getattr(node, "end_lineno", None)
+            self._inh = (lineno, col, lineno, col) if end is None else \
+                (lineno, col, end, getattr(node, "end_col_offset", None))
+        f_line, f_col, f_end, f_end_col = self._fix
+        v = getattr(node, "lineno", _MISSING)
+        if v is _MISSING:
+            node.lineno = f_line
+        else:
+            f_line = v
+        v = getattr(node, "end_lineno", None)
+        if v is None:
+            node.end_lineno = f_end
+        else:
+            f_end = v
+        v = getattr(node, "col_offset", _MISSING)
+        if v is _MISSING:
+            node.col_offset = f_col
+        else:
+            f_col = v
+        v = getattr(node, "end_col_offset", None)
+        if v is None:
+            node.end_col_offset = f_end_col
+        else:
+            f_end_col = v
+        self._fix = (f_line, f_col, f_end, f_end_col)
+        return saved
+
+    def visit(self, node):
+        if "lineno" not in node._attributes:
+            return super().visit(node)
+        saved = self._enter(node)
+        try:
+            return super().visit(node)
+        finally:
+            self._inh, self._fix = saved
+
+    def _make_arg(self, node):        # gast's `visit_arguments` translates parameters without `visit`
+        if node is None:
+            return super()._make_arg(node)
+        saved = self._enter(node)
+        try:
+            return super()._make_arg(node)
+        finally:
+            self._inh, self._fix = saved
+
+
+_POSITIONED = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+for _cls in (c for c in vars(ast).values() if isinstance(c, type) and issubclass(c, ast.AST)):
+    if "lineno" in _cls._attributes and tuple(sorted(_cls._attributes)) != tuple(sorted(_POSITIONED)):
+        raise ImportError(f"translate: ast.{_cls.__name__} has positions other than the four it expects")
+
+
 def to_gast(tree: ast.AST) -> gast.AST:
     """`gast.ast_to_gast(tree)`."""
     return _ToGast().visit(tree)
@@ -229,9 +299,14 @@ def to_gast_in_place(tree: ast.AST) -> gast.AST:
     return _ToGastInPlace().visit(tree)
 
 
-def to_ast_in_place(tree: gast.AST, fill_positions: bool = False) -> ast.AST:
+def to_ast_in_place(tree: gast.AST, fill_positions: bool = False, inherit_from=None) -> ast.AST:
     """`gast.gast_to_ast(tree)` (then `ast.fix_missing_locations` with `fill_positions`), re-typing `tree`'s
-    nodes in place where it can: `tree` is consumed (compile it, do not convert it again)."""
+    nodes in place where it can: `tree` is consumed (compile it, do not convert it again).
+
+    `inherit_from` (a (lineno, col_offset, end_lineno, end_col_offset) tuple; implies `fill_positions`):
+    first `origin_info.inherit(tree, ...)` from that position -- done in the same walk."""
+    if inherit_from is not None:
+        return _PositionedToAst(tuple(inherit_from)).visit(tree)
     out = _ToAstInPlace().visit(tree)
     if fill_positions:
         fill_missing_positions(out)

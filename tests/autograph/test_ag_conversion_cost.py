@@ -261,3 +261,37 @@ def test_straight_line_function_skips_the_control_flow_analyses(tmp_path, monkey
     fn = _load(tmp_path, 6)             # a size no other test converts (the cache compares code by value)
     assert control_flow.has_control_flow(parsing.parse_function(fn)[0].body)
     assert autograph.to_graph(fn)(3.0) == fn(3.0) and calls == ["f"]
+
+
+def test_positions_completed_in_the_translation_walk_are_inherit_then_fix_missing():
+    """compile_function completes positions while it translates (one walk): the same positions as
+    `origin_info.inherit` on the gast tree, then `gast_to_ast` and `ast.fix_missing_locations`."""
+    import ast
+    import inspect
+    import ag_cases
+    from autograph.impl import conversion, pipeline
+    from autograph.pyct import naming, origin_info, transformer
+    compared = 0
+    for fn in [v for v in vars(ag_cases).values() if inspect.isfunction(v)]:
+        node, info = parsing.parse_function(fn)
+        if isinstance(node, gast.Lambda):
+            node = conversion._lambda_to_def(node)
+        try:
+            node = pipeline.run(node, transformer.Context(naming.Namer.for_tree(node), info, "ag__"))
+        except transformer.ConversionError:
+            continue
+
+        def wrapped():
+            body = [templates.copy_tree(node), gast.Return(value=templates.name_node(node.name))]
+            factory = gast.FunctionDef(name="factory", args=gast.arguments(
+                args=[templates.name_node("ag__", gast.Param())], posonlyargs=[], vararg=None, kwonlyargs=[],
+                kw_defaults=[], kwarg=None, defaults=[]), body=body, decorator_list=[], returns=None,
+                type_comment=None, type_params=[])
+            return gast.Module(body=[factory], type_ignores=[])
+        expected, got = wrapped(), wrapped()
+        origin_info.inherit([expected.body[0]], node)
+        expected = ast.fix_missing_locations(gast.gast_to_ast(expected))
+        got = translate.to_ast_in_place(got, inherit_from=origin_info.base_of(node))
+        assert ast.dump(got, include_attributes=True) == ast.dump(expected, include_attributes=True), fn
+        compared += 1
+    assert compared > 15
