@@ -14,13 +14,16 @@ Seeding follows TensorFlow 2 (`tf.random.set_seed`):
   repeated calls with the same seeds continue one stream (as TF's cached
   kernels do) until `set_seed` resets it; in a graph each op owns its stream.
 The global seed state is one module-level `_SeedState` record (TF's global seed
-is global too).
+is global too).  It and each op's lazily made stream are guarded by one lock, so
+ops dispatched from several threads never share a counter value, and threads
+running one op share one stream (NumPy's generators lock each draw).
 
 Imports: numpy and the eager core (`math` for mean/stddev scaling).
 """
 from __future__ import annotations
 
 import secrets
+import threading
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -48,13 +51,18 @@ class RandomState:
 
     @property
     def generator(self) -> np.random.Generator:
-        if self._generator is None:
-            self._generator = np.random.default_rng(self.seed)
-        return self._generator
+        gen = self._generator
+        if gen is None:
+            with _LOCK:
+                gen = self._generator
+                if gen is None:
+                    gen = self._generator = np.random.default_rng(self.seed)
+        return gen
 
     def reset(self) -> None:
         """Restart the stream from `seed`."""
-        self._generator = None
+        with _LOCK:
+            self._generator = None
 
     def to_config(self) -> dict:
         return {"seed": self.seed}
@@ -72,13 +80,15 @@ class _SeedState:
 
 
 _SEEDS = _SeedState()
+_LOCK = threading.Lock()          # guards _SEEDS and the lazy creation of each RandomState's generator
 
 
 def set_seed(seed) -> None:
     """Set the global seed (None clears it); resets the op counter and eager streams."""
-    _SEEDS.global_seed = None if seed is None else int(seed)
-    _SEEDS.counter = 0
-    _SEEDS.eager_streams.clear()
+    with _LOCK:
+        _SEEDS.global_seed = None if seed is None else int(seed)
+        _SEEDS.counter = 0
+        _SEEDS.eager_streams.clear()
 
 
 def get_global_seed() -> Optional[int]:
@@ -92,22 +102,24 @@ def _combine(global_seed: int, op_seed: int) -> int:
 
 def _new_state(seed) -> RandomState:
     """The RandomState for one dispatched op under the current seeding rules."""
-    g = _SEEDS.global_seed
-    if seed is None and g is None:
-        return RandomState(secrets.randbits(63))
-    if seed is None:
-        op_seed = _SEEDS.counter
-        _SEEDS.counter += 1
-    else:
-        op_seed = int(seed)
-        g = DEFAULT_GRAPH_SEED if g is None else g
-    if not _context.executing_eagerly():
-        return RandomState(_combine(g, op_seed))
-    key = (g, op_seed)
-    state = _SEEDS.eager_streams.get(key)
-    if state is None:
-        state = _SEEDS.eager_streams[key] = RandomState(_combine(g, op_seed))
-    return state
+    eager = _context.executing_eagerly()
+    with _LOCK:
+        g = _SEEDS.global_seed
+        if seed is None and g is None:
+            return RandomState(secrets.randbits(63))
+        if seed is None:
+            op_seed = _SEEDS.counter
+            _SEEDS.counter += 1
+        else:
+            op_seed = int(seed)
+            g = DEFAULT_GRAPH_SEED if g is None else g
+        if not eager:
+            return RandomState(_combine(g, op_seed))
+        key = (g, op_seed)
+        state = _SEEDS.eager_streams.get(key)
+        if state is None:
+            state = _SEEDS.eager_streams[key] = RandomState(_combine(g, op_seed))
+        return state
 
 
 # ------------------------------------------------------------------ primitives

@@ -103,3 +103,33 @@ def test_random_ops_under_gradient_tape():
         tape.watch(x)
         y = ek.reduce_sum(x * ek.random.normal([2], seed=1))
     assert tape.gradient(y, x).shape == (2,)
+
+
+def test_threads_drawing_under_a_global_seed_get_distinct_reproducible_streams():
+    """Ops dispatched from many threads each take their own counter value: together they draw exactly the
+    values the same number of ops draws on one thread (no two threads share a seed)."""
+    import sys
+    import threading
+    n_threads, per_thread = 8, 40
+    ek.random.set_seed(1234)
+    sequential = {float(ek.random.normal([1]).numpy()[0]) for _ in range(n_threads * per_thread)}
+    ek.random.set_seed(1234)
+    drawn, start = [], threading.Barrier(n_threads)
+
+    def work():
+        start.wait()
+        mine = [float(ek.random.normal([1]).numpy()[0]) for _ in range(per_thread)]
+        drawn.extend(mine)
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)             # interleave the threads as much as possible
+    try:
+        threads = [threading.Thread(target=work) for _ in range(n_threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+        ek.random.set_seed(None)
+    assert len(drawn) == n_threads * per_thread
+    assert set(drawn) == sequential
