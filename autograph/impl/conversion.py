@@ -46,16 +46,25 @@ class Converted:
 
 
 class ConversionCache:
-    """Code object -> Converted (code objects are small and live as long as their functions)."""
+    """Code object -> Converted (code objects are small and live as long as their functions).
+
+    Keyed on the code object *and* its file and qualified name: code objects compare by value without
+    them, so the same function text at the same line of two files would share one conversion, and the
+    second would report the first one's file in staged ops' locations and tracebacks.
+    """
 
     def __init__(self):
-        self._entries: dict[types.CodeType, Converted] = {}
+        self._entries: dict = {}
+
+    @staticmethod
+    def _key(code: types.CodeType):
+        return code, code.co_filename, getattr(code, "co_qualname", code.co_name)
 
     def get(self, code: types.CodeType) -> Optional[Converted]:
-        return self._entries.get(code)
+        return self._entries.get(self._key(code))
 
     def put(self, code: types.CodeType, entry: Converted) -> None:
-        self._entries[code] = entry
+        self._entries[self._key(code)] = entry
 
     def clear(self) -> None:
         self._entries.clear()

@@ -115,3 +115,27 @@ def test_traceback_of_a_converted_frame_shows_the_statement_line():
     lines = [fr.lineno + 1 for fr in frames]
     assert _line_of(f, "while i < x:") in lines
     assert _line_of(f, "i = i + 1") not in lines
+
+
+def test_identical_functions_in_two_files_keep_their_own_file(tmp_path):
+    """Code objects compare equal across files (same text, same line): each file still gets its own
+    conversion, so the staged ops of the second name the second file."""
+    import importlib.util
+    src = ("import eager as ek\n"
+           "def f(x):\n"
+           "    if ek.reduce_sum(x) > 0:\n"
+           "        x = x * 2.0\n"
+           "    return x\n")
+    fns = []
+    for name in ("first_copy", "second_copy"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(src)
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        fns.append(module.f)
+    assert fns[0].__code__ == fns[1].__code__               # the case: equal code objects, two files
+    for fn in fns:
+        cf = function(fn).get_concrete_function(TensorSpec([2], ek.float32))
+        files = {op.location.filename for op in _cf_ops(cf.graph)}
+        assert files == {fn.__code__.co_filename}
