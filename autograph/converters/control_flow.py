@@ -222,6 +222,7 @@ class ControlFlowTransformer(transformer.Base):
 
 
 _LOWERED = (gast.If, gast.While, gast.For)          # what ControlFlowTransformer rewrites
+_NESTED = frozenset({gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda})   # what closed_over looks into
 _BODIES = tuple(c for c in (gast.stmt, gast.excepthandler, getattr(gast, "match_case", None)) if c is not None)
 
 
@@ -255,7 +256,10 @@ def transform(fn_node, ctx):
             liveness.analyze(fn_node)
             definitions.analyze(fn_node)
         g, nl = activity.declared_nonlocal(fn_node)
-        cells = activity.closed_over(fn_node) - g - nl
+        if ctx.kinds is not None and not ctx.kinds & _NESTED:
+            cells = set()     # no nested function or lambda (ctx.kinds, impl/pipeline.py): nothing closes over
+        else:
+            cells = activity.closed_over(fn_node) - g - nl
         if lowered:
             fn_writes = frozenset(activity.of(fn_node.body).writes | activity.params_of(fn_node))
     if lowered:

@@ -27,9 +27,19 @@ from ..static_analysis import activity
 
 class ListTransformer(transformer.Base):
 
-    def __init__(self, ctx, local_names: set[str]):
+    def __init__(self, ctx, fn_node):
         super().__init__(ctx)
-        self.local_names = local_names
+        self.fn_node = fn_node
+        self._local_names = None
+
+    @property
+    def local_names(self) -> set[str]:
+        """The function's locals, computed at the first `x.append(...)` statement (a walk of the whole
+        function: most functions have no such statement)."""
+        if self._local_names is None:
+            g, nl = activity.declared_nonlocal(self.fn_node)
+            self._local_names = (activity.of(self.fn_node.body).writes | activity.params_of(self.fn_node)) - g - nl
+        return self._local_names
 
     def visit_Expr(self, node):
         call = node.value
@@ -49,6 +59,4 @@ class ListTransformer(transformer.Base):
 def transform(fn_node, ctx):
     if isinstance(fn_node, gast.Lambda):
         return fn_node
-    g, nl = activity.declared_nonlocal(fn_node)
-    local_names = (activity.of(fn_node.body).writes | activity.params_of(fn_node)) - g - nl
-    return ListTransformer(ctx, local_names).transform(fn_node)
+    return ListTransformer(ctx, fn_node).transform(fn_node)

@@ -47,12 +47,18 @@ def _returns(fn_node) -> list:
     return found
 
 
-def transform(fn_node, ctx: transformer.Context):
+def needed(fn_node) -> bool:
+    """Is there a `return` to lower (any but a single one that is the last statement)?"""
     if isinstance(fn_node, gast.Lambda):
+        return False
+    rets = _returns(fn_node)
+    return bool(rets) and not (len(rets) == 1 and fn_node.body and fn_node.body[-1] is rets[0])
+
+
+def transform(fn_node, ctx: transformer.Context):
+    if not needed(fn_node):
         return fn_node
     rets = _returns(fn_node)
-    if not rets or (len(rets) == 1 and fn_node.body and fn_node.body[-1] is rets[0]):
-        return fn_node
     do_return = ctx.namer.new("do_return")
     retval = ctx.namer.new("retval_")
 

@@ -29,10 +29,15 @@ def _own_nodes(node):
             stack.extend(child_nodes(n))
 
 
+_LOOKED_AT = frozenset({gast.Yield, gast.YieldFrom, gast.Try})
+
+
 def transform(fn_node, ctx: transformer.Context):
     where = ctx.source.filename
     if isinstance(fn_node, gast.AsyncFunctionDef):
         raise ConversionError(f"async function at {where}:{fn_node.lineno} is not supported")
+    if ctx.kinds is not None and not ctx.kinds & _LOOKED_AT:
+        return fn_node          # nothing the walk below looks for (ctx.kinds: impl/pipeline.py)
     for n in _own_nodes(fn_node):
         if isinstance(n, (gast.Yield, gast.YieldFrom)):
             raise ConversionError(

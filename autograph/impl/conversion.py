@@ -121,7 +121,8 @@ def _converted_tree(fn: types.FunctionType, ag_name: str):
     node, info = parsing.parse_function(fn)
     if isinstance(node, gast.Lambda):
         node = _lambda_to_def(node)
-    ctx = transformer.Context(naming.Namer.for_tree(node), info, ag_name)
+    namer, kinds = naming.Namer.scan(node)
+    ctx = transformer.Context(namer, info, ag_name, kinds=kinds)
     return pipeline.run(node, ctx), info, ctx
 
 

@@ -18,13 +18,23 @@ class Namer:
 
     @classmethod
     def for_tree(cls, tree: gast.AST) -> "Namer":
+        return cls.scan(tree)[0]
+
+    @classmethod
+    def scan(cls, tree: gast.AST) -> tuple:
+        """(Namer, the node classes below `tree`'s root): one walk serves the namer and the converter
+        pipeline's `ctx.kinds` (impl/pipeline.py)."""
         used: set[str] = set()
-        for n in all_nodes(tree):
+        kinds: set = set()
+        nodes = all_nodes(tree)
+        for n in nodes:
             if isinstance(n, gast.Name):
                 used.add(n.id)
             elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
                 used.add(n.name)
-        return cls(used)
+        for n in nodes[1:]:
+            kinds.add(n.__class__)
+        return cls(used), kinds
 
     def new(self, base: str) -> str:
         name, i = base, 0

@@ -9,6 +9,7 @@ are converted on their own when they are called (see impl/conversion.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 import gast
 
@@ -25,6 +26,7 @@ class Context:
     source: SourceInfo
     ag_name: str = "ag__"
     warnings: list[str] = field(default_factory=list)
+    kinds: Optional[set] = None    # node classes in the function (impl/pipeline.py); None: unknown
 
 
 class ConversionError(Exception):

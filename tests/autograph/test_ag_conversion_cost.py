@@ -295,3 +295,38 @@ def test_positions_completed_in_the_translation_walk_are_inherit_then_fix_missin
         assert ast.dump(got, include_attributes=True) == ast.dump(expected, include_attributes=True), fn
         compared += 1
     assert compared > 15
+
+
+def test_pipeline_skips_converters_with_nothing_to_act_on_and_declares_what_they_add(monkeypatch):
+    """Each pipeline step says which node kinds it acts on and which it may add (impl/pipeline.py): a
+    converter with nothing to act on does not run, and `check=True` verifies every declared `adds` on
+    every function the AutoGraph tests convert (a converter adding an undeclared kind raises)."""
+    import inspect
+    import ag_cases
+    from autograph.impl import conversion, pipeline
+    from autograph.pyct import naming, transformer
+    checked = 0
+    for fn in [v for v in vars(ag_cases).values() if inspect.isfunction(v)] + [_awkward]:
+        node, info = parsing.parse_function(fn)
+        if isinstance(node, gast.Lambda):
+            node = conversion._lambda_to_def(node)
+        namer, kinds = naming.Namer.scan(node)
+        try:
+            pipeline.run(node, transformer.Context(namer, info, "ag__", kinds=kinds), check=True)
+        except transformer.ConversionError:
+            continue
+        checked += 1
+    assert checked > 15
+
+    def straight(y):
+        y = abs(y) * 0.5
+        return y + 1.0
+    node, info = parsing.parse_function(straight)
+    namer, kinds = naming.Namer.scan(node)
+    ran = []
+    real = pipeline.PIPELINE
+    monkeypatch.setattr(pipeline, "PIPELINE", [
+        pipeline.Step(s.name, (lambda c, n: lambda f, ctx: ran.append(n) or c(f, ctx))(s.convert, s.name),
+                      s.needs, s.adds, s.needed) for s in real])
+    pipeline.run(node, transformer.Context(namer, info, "ag__", kinds=kinds))
+    assert ran == ["unsupported", "directives", "call_trees", "control_flow"]    # no attribute: no `l.append`
