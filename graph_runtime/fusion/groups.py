@@ -88,16 +88,21 @@ def fusible_reason(op) -> Optional[str]:
     if od.extra.get("lower") is not None or attr_subgraphs(op._attrs):
         return "has a body"
     out = op._outputs[0]
-    tensors = list(op._inputs) + [out]
-    if not op._inputs:
+    ins = op._inputs
+    if not ins:
         return "no inputs"
     if operator_symbol(op, od.kernel, op._attrs) is not None:
         return "scalar arithmetic (the executor emits a Python operator: cheaper than any fused kernel)"
-    for t in tensors:
-        if t._dtype.is_string or t._shape.dims is None:
+    if out._dtype.is_string or out._shape.dims is None:
+        return "string dtype or unknown rank"
+    dtypes, ranks = [], []
+    for t in ins:
+        dims = t._shape.dims
+        if t._dtype.is_string or dims is None:
             return "string dtype or unknown rank"
-    return check_op(od, tuple(t._dtype.np_dtype for t in op._inputs), tuple(len(t._shape.dims) for t in op._inputs),
-                    op._attrs, out._dtype.np_dtype)
+        dtypes.append(t._dtype._np)
+        ranks.append(len(dims))
+    return check_op(od, tuple(dtypes), tuple(ranks), op._attrs, out._dtype._np)
 
 
 class _Grouper:

@@ -57,6 +57,7 @@ Imports `numpy` (and `numexpr` lazily) and sibling modules.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -145,6 +146,12 @@ def _depth(template: str) -> int:
     return best
 
 
+@functools.lru_cache(maxsize=1024)
+def _template(ne: str, n_args: int) -> tuple:
+    """(uses of each argument, parenthesis depth, whether it names `{zero}`/`{one}`) of a template."""
+    return (tuple(ne.count("{%d}" % k) for k in range(n_args)), _depth(ne), "{zero}" in ne or "{one}" in ne)
+
+
 def stages(program) -> Stages:
     """The program's stages (computed once per program; see the module docstring)."""
     hit = getattr(program, "_ne_stages", None)
@@ -165,9 +172,9 @@ def stages(program) -> Stages:
     uses: dict = {}
     counts = []
     for ins in program.instrs:
-        per = [ins.ne.count("{%d}" % k) for k in range(len(ins.args))]
-        counts.append(per)
-        for a, n in zip(ins.args, per):
+        info = _template(ins.ne, len(ins.args))
+        counts.append(info)
+        for a, n in zip(ins.args, info[0]):
             uses[a] = uses.get(a, 0) + n
     out: list = []
 
@@ -178,14 +185,13 @@ def stages(program) -> Stages:
         depth[s] = 0
         atomic.add(s)
 
-    for ins, per in zip(program.instrs, counts):
+    for ins, (per, own, zero_one) in zip(program.instrs, counts):
         extra = {}
-        if "{zero}" in ins.ne or "{one}" in ins.ne:
+        if zero_one:
             for label, value in (("zero", 0), ("one", 1)):
                 n = f"k{ins.dtype.name}_{label}"
                 names[n] = np.asarray(value, dtype=ins.dtype)
                 extra[label] = n
-        own = _depth(ins.ne)
         while True:      # the size limit is checked before the text is formed
             size = len(ins.ne) + sum(n * len(text[a]) for a, n in zip(ins.args, per))
             deep = own + max(depth[a] for a in ins.args)

@@ -75,8 +75,14 @@ class Program:
         """Concrete shape of every slot given the inputs' shapes (NumPy broadcasting per instruction)."""
         shapes = {s: tuple(sh) for s, sh in zip(self.input_slots, input_shapes)}
         shapes.update({s: v.shape for s, v in self.consts.items()})
+        broadcast = np.broadcast_shapes
         for ins in self.instrs:
-            shapes[ins.out] = np.broadcast_shapes(*[shapes[a] for a in ins.args])
+            args = ins.args
+            first = shapes[args[0]]
+            if len(args) == 1 or all(shapes[a] == first for a in args[1:]):
+                shapes[ins.out] = first          # equal shapes broadcast to themselves (the common case)
+            else:
+                shapes[ins.out] = broadcast(*[shapes[a] for a in args])
         return shapes
 
     def infer(self, specs: list) -> list:
@@ -161,12 +167,23 @@ _UFUNC_DTYPE: dict = {}
 
 
 def _ufunc_out_dtype(u, dtypes: tuple) -> np.dtype:
-    key = (u, tuple(d.str for d in dtypes))
+    key = (u, dtypes)           # NumPy dtypes hash and compare by value
     hit = _UFUNC_DTYPE.get(key)
     if hit is None:
         with np.errstate(all="ignore"):
             hit = _UFUNC_DTYPE[key] = np.result_type(u(*[dummy(d, 0) for d in dtypes]))
     return hit
+
+
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype) -> str:
+    """`np.dtype(dtype).name`, cached (the property builds its string on every read)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
 
 
 class ProgramBuilder:
@@ -208,7 +225,11 @@ class ProgramBuilder:
     def _shape(self, args) -> Optional[tuple]:
         shape = self.shapes[args[0]]
         for a in args[1:]:
-            shape = broadcast_shapes(shape, self.shapes[a], "FusedElementwise")
+            other = self.shapes[a]
+            if other != shape or shape is None:
+                shape = broadcast_shapes(shape, other, "FusedElementwise")
+            else:
+                shape = tuple(shape)             # equal static shapes broadcast to themselves
         return shape
 
     def ufunc(self, u, *args) -> int:
@@ -227,7 +248,7 @@ class ProgramBuilder:
     def add_op(self, opdef, attrs: dict, arg_slots: list, out_dtype, name: str) -> int:
         """Append the instructions for one graph op; returns the slot of its result."""
         self._source = (name, opdef.name)
-        self.sources.append((opdef.name, dict(attrs), tuple(arg_slots), np.dtype(out_dtype).name, name))
+        self.sources.append((opdef.name, dict(attrs), tuple(arg_slots), _dtype_name(out_dtype), name))
         kind = kind_of(opdef, tuple(self.dtypes[s] for s in arg_slots), attrs)
         if kind == "alias":
             return arg_slots[0]

@@ -158,8 +158,8 @@ _CHECKED: dict = {}
 
 def check_op(opdef, in_dtypes: tuple, in_ranks: tuple, attrs: dict, out_dtype: np.dtype) -> Optional[str]:
     """None if the op can be fused with these input dtypes, else the reason it cannot."""
-    key = (opdef.name, tuple(d.str for d in in_dtypes), tuple(in_ranks), out_dtype.str,
-           tuple(sorted((k, repr(v)) for k, v in attrs.items())))
+    key = (opdef.name, tuple(in_dtypes), tuple(in_ranks), out_dtype,     # NumPy dtypes: equal by value
+           tuple(sorted((k, repr(v)) for k, v in attrs.items())) if attrs else ())
     hit = _CHECKED.get(key, False)
     if hit is not False:
         return hit

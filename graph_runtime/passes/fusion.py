@@ -26,13 +26,16 @@ Options (`optimize(..., options={"fusion": {...}})`): the fields of
 
 Stats: `changes` = ops fused; `details` = {"groups": n, "fused": [one
 `FusedGroupInfo` per group: fused op name, members, outputs, shape, planned
-strategy]}, so the optimizer report lists the fused groups.
+strategy, computed when the report is printed]}, so the optimizer report lists the
+fused groups.
 
 Imports `graph_runtime.fusion` and sibling pass modules.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import functools
+from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from ..fusion.groups import dissolve_cycles, find_groups
 from ..fusion.kernel import FUSED_ELEMENTWISE, plan_strategy
@@ -51,7 +54,13 @@ class FusedGroupInfo:
     op_types: tuple
     outputs: tuple         # members whose values leave the group
     shape: str             # static shape of the largest value
-    strategy: str          # strategy planned from static shapes ("dynamic": decided per run-time shape)
+    plan: Callable = field(repr=False, compare=False)   # () -> `strategy`
+
+    @functools.cached_property
+    def strategy(self) -> str:
+        """The strategy planned from static shapes ("dynamic": decided per run-time shape).  Computed when
+        first read (a report that is never printed does not pay for the cost model's planning)."""
+        return self.plan()
 
     def __str__(self):
         counts: dict = {}
@@ -122,7 +131,7 @@ def fuse_elementwise(graph, ctx: PassContext):
         infos.append(FusedGroupInfo(name, tuple(m._name for m in group.members),
                                     tuple(m._opdef.name for m in group.members),
                                     tuple(m._name for m in group.outputs), _largest_shape(group),
-                                    plan_strategy(program, opts)))
+                                    functools.partial(plan_strategy, program, opts)))
     out = rw.finish()
     return out, PassStats("fusion", n, len(out._ops), fused_ops,
                           details={"groups": len(infos), "fused": infos})
