@@ -25,11 +25,18 @@ def optimize_dependencies(graph, ctx: PassContext):
     rw = Rewriter(graph, ctx)
     anc: dict = {}       # id(dst op) -> bitset of its strict ancestors
     bit: dict = {}       # id(dst op) -> its bit
+    # Without any control edge there is no edge to drop and none appears (control inputs only move to
+    # consumers from the ops that had them): the ancestor sets, whose bitsets grow with the graph
+    # (quadratic in time and memory), are not needed
+    edges = any(op._control_inputs for op in graph._ops)
     for op in graph._ops:
         if (op._opdef.name in _IDENTITIES and not rw.preserved(op) and op._inputs and not has_side_effects(op)):
             rw.replace(op, [rw.t(op._inputs[0])], note="identity")
             continue
         ins = rw.inputs(op)
+        if not edges:
+            rw.copy(op, inputs=ins)
+            continue
         ctrl = list(rw.controls(op))
         kept = _needed_controls(ins, ctrl, anc, bit)
         dropped = len(ctrl) - len(kept)
