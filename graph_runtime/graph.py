@@ -242,6 +242,22 @@ class Graph(GraphBuilder, GraphBase):
         if self._finalized:
             raise RuntimeError("Graph is finalized and cannot be modified.")
 
+    def _release(self) -> None:
+        """Empty a graph nothing else will use, breaking its reference cycles (graph <-> op <-> output
+        tensor), so that reference counting frees it at once instead of a cyclic collection walking all
+        of it later.  For the pass manager's intermediate results only (graphs no caller has seen);
+        the graph is empty afterwards and its ops are detached (no graph, no outputs)."""
+        for op in self._ops:
+            op._outputs = ()
+            op._graph = None
+        self._ops = []
+        self._by_name = {}
+        self._collections = {}
+        self._const_cache = {}
+        self.inputs = []
+        self.outputs = []
+        self._finalized = True
+
     # -- collections ------------------------------------------------------------
     def add_to_collection(self, name: str, value) -> None:
         self._check_not_finalized()

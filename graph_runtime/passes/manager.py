@@ -19,7 +19,10 @@ graph (`graph.verify()`) when `verify=True` or the environment variable
 (nodes before/after, rewrites, time).  Passes never mutate their input, so the
 caller's graph is untouched.  Passes run copy-on-write (`PassContext.probe`): a
 pass that changes nothing returns its input graph itself, without copying it,
-and the result is the input graph itself when no pass changed anything.  In
+and the result is the input graph itself when no pass changed anything.  The
+graphs passes build and later passes replace are released on the spot
+(`Graph._release`: their reference cycles broken, so reference counting frees
+them rather than a cyclic collection after the first call).  In
 the fixed-point loop a pass is not re-run on a graph it already left
 unchanged, so the last round only runs the passes that have not yet seen the
 final graph; nor on a graph that differs from one it left unchanged only by
@@ -168,13 +171,19 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
     loop = [p for p in pipeline[first_iter:] if p.iterative]
     post = [p for p in pipeline[first_iter:] if not p.iterative]
 
+    made: set = set()       # ids of the graphs the passes built (the caller's graph is not one of them)
+
     def run(p: GraphPass, g: Graph, iteration: int) -> tuple:
         t0 = time.perf_counter()
         out, stats = p(g, ctx)
         stats.seconds = time.perf_counter() - t0
         stats.iteration = iteration
-        if check and out is not g:
-            out.verify()
+        if out is not g:
+            if check:
+                out.verify()
+            made.add(id(out))
+            if id(g) in made:
+                g._release()        # an intermediate result nobody else has: freed now, not by the GC
         report.passes.append(stats)
         return out, stats
 

@@ -115,3 +115,30 @@ def test_a_cse_round_that_merges_more_than_constants_reruns_the_other_passes():
     assert len(report.stats_for("arithmetic")) == 2
     xv = np.arange(4, dtype=np.float32)
     assert_same(run_graph(g, [y.name], {"x:0": xv})[0], run_graph(out, [y.name], {"x:0": xv})[0])
+
+
+def test_intermediate_graphs_are_freed_without_a_cyclic_collection():
+    """The graphs passes build and later passes replace are released by the manager (their cycles broken):
+    reference counting frees them at once, the caller's graph and the result are untouched."""
+    import gc
+    import weakref
+    g, keep = _busy_graph()
+    before = _snapshot(g)
+    built = []
+    real_release = gr.Graph._release
+
+    def spy(self):
+        built.append(weakref.ref(self))
+        real_release(self)
+    gc.disable()
+    try:
+        gr.Graph._release = spy
+        out, report = optimize(g, keep, verify=True)
+    finally:
+        gr.Graph._release = real_release
+        gc.enable()
+    assert sum(1 for p in report.passes if p.changes) >= 2 and built    # several passes changed the graph
+    assert all(r() is None for r in built)                            # freed by refcounting, GC off
+    assert _snapshot(g) == before and out._ops
+    xv = np.linspace(-1, 1, 16, dtype=np.float32).reshape(4, 4)
+    assert_same(run_graph(g, [keep[1]], {"x:0": xv})[0], run_graph(out, [keep[1]], {"x:0": xv})[0], exact=False)
