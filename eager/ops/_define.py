@@ -53,6 +53,35 @@ def infer_same(specs, attrs):
     return [Spec(specs[0].shape, specs[0].dtype)]
 
 
+FLOAT_NAMES = "float16, float32, float64"
+
+
+def float_only_error(opname: str, dtype) -> InvalidArgumentError:
+    """TF's refusal of an op registered for floating types only (e.g. Tanh on int32)."""
+    return InvalidArgumentError(f"{opname}: value for attr 'T' of {dtype.name} is not in the list of allowed "
+                                f"values: {FLOAT_NAMES}; cast the input with eager.cast(x, eager.float32)",
+                                op_name=opname)
+
+
+def infer_same_float(opname: str):
+    """`infer_same` for an op defined on floating types only: any other input dtype is refused."""
+    def infer(specs, attrs):
+        if not specs[0].dtype.is_floating:
+            raise float_only_error(opname, specs[0].dtype)
+        return [Spec(specs[0].shape, specs[0].dtype)]
+    return infer
+
+
+def call_float_unary(opdef, x, name=None):
+    """`call_unary` for a floating-only op: the same refusal eagerly as in a graph (NumPy would promote)."""
+    if not isinstance(x, Tensor):
+        x = convert_to_tensor(x)
+    v = x._value                        # None for a graph tensor: the op's inference refuses it there
+    if v is not None and v.dtype.kind != "f":     # float16/32/64 (the cheap test: the eager hot path)
+        raise float_only_error(opdef.name, x.dtype)
+    return execute(opdef, (x,), EMPTY, name)
+
+
 def _check_dtypes_match(specs, opname):
     if specs[0].dtype is not specs[1].dtype:
         raise InvalidArgumentError(f"{opname}: operands have different dtypes ({specs[0].dtype.name} and "

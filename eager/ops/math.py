@@ -17,8 +17,8 @@ from ..dtypes import as_dtype, bool_, float32, float64, string
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import (EMPTY, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool, infer_same,
-                      make_infer_broadcast, sum_to_like)
+from ._define import (EMPTY, broadcast_shapes, call_binary, call_float_unary, call_unary, infer_broadcast_bool,
+                      infer_same, infer_same_float, make_infer_broadcast, sum_to_like)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
@@ -192,8 +192,11 @@ def squared_difference(x, y, name=None):
 
 
 # ------------------------------------------------------------------ unary
-def _unop(name, fn, grad=None, ufunc=None, **flags):
-    return op(name, fn, infer_same, grad, elementwise=True, numpy_ufunc=ufunc or fn, **flags)
+def _unop(name, fn, grad=None, ufunc=None, floats_only=False, **flags):
+    """An elementwise unary op; `floats_only`: registered for float16/32/64 only, as in TensorFlow (NumPy
+    would promote an int input to float64, so eager and graph results would disagree on the dtype)."""
+    infer = infer_same_float(name) if floats_only else infer_same
+    return op(name, fn, infer, grad, elementwise=True, numpy_ufunc=ufunc or fn, **flags)
 
 
 def _sigmoid_kernel(x):
@@ -204,24 +207,26 @@ def _sigmoid_kernel(x):
 NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)])
 ABS = _unop("Abs", np.abs, lambda op, dy: [multiply(dy, sign(op.inputs[0]))])
 SIGN = _unop("Sign", np.sign)
-EXP = _unop("Exp", np.exp, lambda op, dy: [multiply(dy, op.outputs[0])])
-EXPM1 = _unop("Expm1", np.expm1, lambda op, dy: [multiply(dy, add(op.outputs[0], 1))])
-LOG = _unop("Log", np.log, lambda op, dy: [divide(dy, op.inputs[0])])
-LOG1P = _unop("Log1p", np.log1p, lambda op, dy: [divide(dy, add(op.inputs[0], 1))])
-SQRT = _unop("Sqrt", np.sqrt, lambda op, dy: [divide(multiply(dy, 0.5), op.outputs[0])])
+EXP = _unop("Exp", np.exp, lambda op, dy: [multiply(dy, op.outputs[0])], floats_only=True)
+EXPM1 = _unop("Expm1", np.expm1, lambda op, dy: [multiply(dy, add(op.outputs[0], 1))], floats_only=True)
+LOG = _unop("Log", np.log, lambda op, dy: [divide(dy, op.inputs[0])], floats_only=True)
+LOG1P = _unop("Log1p", np.log1p, lambda op, dy: [divide(dy, add(op.inputs[0], 1))], floats_only=True)
+SQRT = _unop("Sqrt", np.sqrt, lambda op, dy: [divide(multiply(dy, 0.5), op.outputs[0])], floats_only=True)
 RSQRT = _unop("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
-              lambda op, dy: [multiply(dy, multiply(-0.5, pow(op.outputs[0], 3)))], ufunc=None)
+              lambda op, dy: [multiply(dy, multiply(-0.5, pow(op.outputs[0], 3)))], ufunc=None, floats_only=True)
 SQUARE = _unop("Square", np.square, lambda op, dy: [multiply(dy, multiply(op.inputs[0], 2))])
 RECIPROCAL = _unop("Reciprocal", np.reciprocal,
                    lambda op, dy: [negative(multiply(dy, square(op.outputs[0])))])
-SIN = _unop("Sin", np.sin, lambda op, dy: [multiply(dy, cos(op.inputs[0]))])
-COS = _unop("Cos", np.cos, lambda op, dy: [negative(multiply(dy, sin(op.inputs[0])))])
-TANH = _unop("Tanh", np.tanh, lambda op, dy: [multiply(dy, subtract(1, square(op.outputs[0])))])
+SIN = _unop("Sin", np.sin, lambda op, dy: [multiply(dy, cos(op.inputs[0]))], floats_only=True)
+COS = _unop("Cos", np.cos, lambda op, dy: [negative(multiply(dy, sin(op.inputs[0])))], floats_only=True)
+TANH = _unop("Tanh", np.tanh, lambda op, dy: [multiply(dy, subtract(1, square(op.outputs[0])))],
+             floats_only=True)
 SIGMOID = _unop("Sigmoid", _sigmoid_kernel,
-                lambda op, dy: [multiply(dy, multiply(op.outputs[0], subtract(1, op.outputs[0])))], ufunc=None)
+                lambda op, dy: [multiply(dy, multiply(op.outputs[0], subtract(1, op.outputs[0])))], ufunc=None,
+                floats_only=True)
 ROUND = _unop("Round", np.round, ufunc=np.rint)
-FLOOR = _unop("Floor", np.floor)
-CEIL = _unop("Ceil", np.ceil)
+FLOOR = _unop("Floor", np.floor, floats_only=True)
+CEIL = _unop("Ceil", np.ceil, floats_only=True)
 
 
 def negative(x, name=None):
@@ -237,27 +242,27 @@ def sign(x, name=None):
 
 
 def exp(x, name=None):
-    return call_unary(EXP, x, name)
+    return call_float_unary(EXP, x, name)
 
 
 def expm1(x, name=None):
-    return call_unary(EXPM1, x, name)
+    return call_float_unary(EXPM1, x, name)
 
 
 def log(x, name=None):
-    return call_unary(LOG, x, name)
+    return call_float_unary(LOG, x, name)
 
 
 def log1p(x, name=None):
-    return call_unary(LOG1P, x, name)
+    return call_float_unary(LOG1P, x, name)
 
 
 def sqrt(x, name=None):
-    return call_unary(SQRT, x, name)
+    return call_float_unary(SQRT, x, name)
 
 
 def rsqrt(x, name=None):
-    return call_unary(RSQRT, x, name)
+    return call_float_unary(RSQRT, x, name)
 
 
 def square(x, name=None):
@@ -269,19 +274,19 @@ def reciprocal(x, name=None):
 
 
 def sin(x, name=None):
-    return call_unary(SIN, x, name)
+    return call_float_unary(SIN, x, name)
 
 
 def cos(x, name=None):
-    return call_unary(COS, x, name)
+    return call_float_unary(COS, x, name)
 
 
 def tanh(x, name=None):
-    return call_unary(TANH, x, name)
+    return call_float_unary(TANH, x, name)
 
 
 def sigmoid(x, name=None):
-    return call_unary(SIGMOID, x, name)
+    return call_float_unary(SIGMOID, x, name)
 
 
 def round(x, name=None):  # noqa: A001 - TensorFlow's name (half to even)
@@ -289,11 +294,11 @@ def round(x, name=None):  # noqa: A001 - TensorFlow's name (half to even)
 
 
 def floor(x, name=None):
-    return call_unary(FLOOR, x, name)
+    return call_float_unary(FLOOR, x, name)
 
 
 def ceil(x, name=None):
-    return call_unary(CEIL, x, name)
+    return call_float_unary(CEIL, x, name)
 
 
 IS_NAN = op("IsNan", np.isnan, lambda s, a: [Spec(s[0].shape, bool_)], elementwise=True, numpy_ufunc=np.isnan)

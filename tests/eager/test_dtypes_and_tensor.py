@@ -172,3 +172,36 @@ def test_mixed_types_raise_the_same_error_in_every_mode():
         make()
     with pytest.raises(ValueError, match="mixed types"):     # a Python operand takes the same path
         ek.constant([1, 2]) + [1, "a"]
+
+
+FLOAT_ONLY = ["exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "floor", "ceil"]
+
+
+@pytest.mark.parametrize("name", FLOAT_ONLY)
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_float_only_ops_refuse_other_dtypes_the_same_way_in_every_mode(name, dtype):
+    """TF registers these for floating types only; NumPy would promote (eagerly float64, while a graph
+    inferred the input dtype): every mode now raises TF's error, create_op included."""
+    import graph_runtime as gr
+    from eager.errors import InvalidArgumentError
+    from tracing import function
+    fn = getattr(ek, name) if hasattr(ek, name) else getattr(ek.math, name)
+    value = np.array([1, 0], dtype)
+    match = rf"value for attr 'T' of {dtype} is not in the list of allowed values: float16, float32, float64"
+    with pytest.raises(InvalidArgumentError, match=match):
+        fn(ek.constant(value))
+    with pytest.raises(InvalidArgumentError, match=match):
+        function(fn)(ek.constant(value))
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(dtype, [2])
+        with pytest.raises(InvalidArgumentError, match=match):
+            fn(x)
+        n = len(g.get_operations())
+        op_type = {"exp": "Exp", "expm1": "Expm1", "log": "Log", "log1p": "Log1p", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
+                   "sin": "Sin", "cos": "Cos", "tanh": "Tanh", "sigmoid": "Sigmoid", "floor": "Floor",
+                   "ceil": "Ceil"}[name]
+        with pytest.raises(InvalidArgumentError, match=match):
+            g.create_op(op_type, [x])
+        assert len(g.get_operations()) == n
+    assert fn(ek.constant(value.astype(np.float32))).dtype is ek.float32
