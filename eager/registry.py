@@ -278,6 +278,23 @@ def check_attr_names(opdef: OpDef, n_inputs: int, names) -> Optional[str]:
     return None
 
 
+def check_call(opdef: OpDef, n_inputs: int, attrs: dict) -> Optional[str]:
+    """None when a node with `n_inputs` inputs and `attrs` fits the op's kernel (number of inputs,
+    required attrs), else a message saying what does not (for `create_op` and GraphDef import)."""
+    kernel = opdef.kernel
+    nin = getattr(kernel, "nin", None)
+    if nin is not None and getattr(kernel, "nout", None) is not None:         # a NumPy ufunc
+        return None if n_inputs == nin else f"takes {nin} input(s), got {n_inputs}"
+    params = _parameters(kernel) if _python_kernel(kernel) else None
+    if not params:
+        return None
+    try:
+        inspect.Signature(params).bind(*range(n_inputs), **attrs)
+    except TypeError as e:
+        return f"{n_inputs} input(s) and attrs {sorted(attrs)} do not fit the op: {e}"
+    return None
+
+
 def attr_keywords(opdef: OpDef, n_inputs: int, attrs: dict, where: str = "") -> list:
     """`(keyword, value)` per attr, for generated calls: the keyword is the op's own declared name.
 

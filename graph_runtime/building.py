@@ -34,7 +34,7 @@ import re
 from typing import Callable
 
 from eager import context as _context
-from eager.errors import InvalidArgumentError
+from eager.errors import InvalidArgumentError, OpError
 from eager.registry import Spec
 from eager.tensor import Tensor
 
@@ -162,7 +162,7 @@ class GraphBuilder:
         op's declared attrs; `dtypes` (optional) the expected output dtypes, checked against what the
         op infers from its inputs.  Shape/dtype checks of the inputs are the op's own inference.
         """
-        from eager.registry import check_attr_names, lookup
+        from eager.registry import check_attr_names, check_call, lookup
         if not isinstance(op_type, str):
             raise TypeError(f"create_op: op_type must be a string naming a registered op, got {op_type!r}")
         opdef = lookup(op_type)
@@ -173,10 +173,19 @@ class GraphBuilder:
             if not isinstance(t, (GraphTensor, Tensor)):
                 raise TypeError(f"create_op({op_type}): input {i} must be a Tensor, got {type(t).__name__}: {t!r}")
         attrs = dict(attrs or {})
-        bad = check_attr_names(opdef, len(inputs), attrs)
+        bad = check_attr_names(opdef, len(inputs), attrs) or check_call(opdef, len(inputs), attrs)
         if bad is not None:
             raise ValueError(f"create_op({op_type}): {bad}")
-        op = self.add_node(opdef, inputs, attrs, name)
+        try:
+            op = self.add_node(opdef, inputs, attrs, name)
+        except OpError:
+            raise
+        except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
+            # the op's own inference met input it was never written for: say what was given
+            ins = ", ".join(f"{t.dtype.name}{'[*]' if t.shape.dims is None else list(t.shape.dims)}"
+                            for t in inputs)
+            raise ValueError(f"create_op({op_type}): the op cannot take inputs ({ins}) with attrs {attrs}: "
+                             f"{type(e).__name__}: {e}") from None
         if dtypes is not None:
             want = list(dtypes)
             got = [t.dtype for t in op._outputs]

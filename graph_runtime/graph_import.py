@@ -29,6 +29,7 @@ import numpy as np
 from eager import context as _context
 from eager import registry
 from eager.dtypes import as_dtype
+from eager.errors import OpError
 from eager.registry import Spec
 from eager.shape import TensorShape
 from eager.tensor import Tensor
@@ -105,7 +106,8 @@ def _validate_nodes(gd):
         opdef = registry.lookup(n["op"])
         if opdef is None:
             raise GraphDefError(f"graph_def: node {n['name']!r} has unknown op type {n['op']!r}")
-        bad = registry.check_attr_names(opdef, len(n.get("inputs", [])), n.get("attrs", {}))
+        n_in, raw = len(n.get("inputs", [])), n.get("attrs", {})
+        bad = registry.check_attr_names(opdef, n_in, raw) or registry.check_call(opdef, n_in, raw)
         if bad is not None:
             raise GraphDefError(f"graph_def: node {n['name']!r}: {bad}")
         check = opdef.extra.get("check_import")
@@ -241,7 +243,8 @@ def import_into(gd, input_map, return_elements, name, graph, _body: bool = False
         try:
             out_specs = opdef.infer(in_specs, attrs)
         except Exception as e:  # noqa: BLE001 - any inference failure rejects the GraphDef
-            raise GraphDefError(f"graph_def: node {n['name']!r} ({n['op']}) fails shape inference: {e}") from None
+            raise GraphDefError(f"graph_def: node {n['name']!r} ({n['op']}) fails shape inference: "
+                                f"{e if isinstance(e, OpError) else f'{type(e).__name__}: {e}'}") from None
         decoded[i] = attrs
         specs_of[n["name"]] = out_specs
     for key, t in input_map.items():

@@ -140,6 +140,22 @@ def test_create_op_by_type_name():
         g.create_op(None, [a])
 
 
+def test_create_op_with_input_the_op_cannot_take_names_the_op_inputs_and_attrs():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, [2, 3], name="x")
+    n = len(g.get_operations())
+    with pytest.raises(ValueError, match=r"create_op\(Cast\): 1 input\(s\) and attrs \[\] do not fit the op: "
+                                         r"missing a required argument: 'dtype'"):
+        g.create_op("Cast", [x])
+    with pytest.raises(ValueError, match=r"create_op\(Tanh\): takes 1 input\(s\), got 2"):
+        g.create_op("Tanh", [x, x])
+    with pytest.raises(ValueError, match=r"create_op\(Sum\): the op cannot take inputs \(float32\[2, 3\]\) with "
+                                         r"attrs \{'axis': 1.5, 'keepdims': False\}: TypeError: 'float' object"):
+        g.create_op("Sum", [x], attrs={"axis": 1.5, "keepdims": False})
+    assert len(g.get_operations()) == n                    # nothing was added by the failed calls
+
+
 def test_growing_graph_recompiles_only_new_fetches():
     g = gr.Graph()
     with g.as_default():
