@@ -310,6 +310,54 @@ def test_redundant_control_edges_dropped():
     assert stats.details.get("control_edge") >= 2
 
 
+def _random_control_graph(seed):
+    import random
+    rnd = random.Random(seed)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3,), name="x")
+        ts, ops = [x], []
+        for _ in range(rnd.randint(5, 30)):
+            with gr.control_dependencies(rnd.sample(ops, min(len(ops), rnd.choice([0, 0, 1, 2, 3])))):
+                k, a = rnd.random(), rnd.choice(ts)
+                t = (ek.identity(a) if k < 0.25 else ek.constant(np.float32(rnd.random())) if k < 0.35 else
+                     ek.tanh(a) if k < 0.7 else a + rnd.choice(ts))
+            ts.append(t)
+            ops.append(t.op)
+    return g, [ts[-1].name] + [t.name for t in rnd.sample(ts[1:], 2)]
+
+
+def _strict_ancestors(op, memo):
+    hit = memo.get(id(op))
+    if hit is None:
+        hit = set()
+        for p in [t.op for t in op.inputs] + list(op.control_inputs):
+            hit |= {id(p)} | _strict_ancestors(p, memo)
+        memo[id(op)] = hit
+    return hit
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_dependency_pass_leaves_no_implied_control_edge(seed):
+    """Random graphs with control edges and Identities: every control edge left is needed (its source is
+    not reached through the op's data inputs nor through another of its control inputs, and is not a
+    plain Const), and values are unchanged.  (Ancestor sets track only ops that may be control sources.)"""
+    g, fetch = _random_control_graph(seed)
+    new, _ = single_pass("dependency", g, fetch + ["x:0"], {"x:0": 0})
+    memo: dict = {}
+    for op in new.get_operations():
+        data = set()
+        for t in op.inputs:
+            data |= {id(t.op)} | _strict_ancestors(t.op, memo)
+        for c in op.control_inputs:
+            assert c.type != "Const" or c.control_inputs, (op.name, c.name)
+            assert id(c) not in data, (op.name, c.name)
+            assert not any(o is not c and id(c) in _strict_ancestors(o, memo) for o in op.control_inputs)
+    xv = np.array([0.5, -1.0, 2.0], np.float32)
+    for a, b in zip(run_graph(g, fetch, {"x:0": xv}), run_graph(new, fetch, {"x:0": xv})):
+        np.testing.assert_array_equal(a, b)
+
+
 # ------------------------------------------------------------------ loop-invariant code motion
 def _loop_graph(invariant_fn, n=5):
     g = gr.Graph()
