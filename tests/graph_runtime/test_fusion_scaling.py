@@ -122,3 +122,34 @@ def test_clear_caches_makes_the_next_plan_generate_its_kernel():
     fusion.clear_caches()
     _, k3, _ = _run(residual, numexpr=False)
     assert k3[0] is not k1[0]
+
+
+def test_numpy_kernel_of_an_unrolled_loop_is_rerolled_and_bitwise():
+    # issue 18: the straight-line kernel of an unrolled loop repeats the same statements; repeated blocks
+    # become a loop (compile time follows the source's length), with the same calls in the same order
+    from graph_runtime.fusion import numpy_backend
+    ref, _, _ = _run(residual, enabled=False)
+    got, kernels, programs = _run(residual, numexpr=False)
+    np.testing.assert_array_equal(got, ref)
+    assert "for _ in range(" in kernels[0].source
+    assert kernels[0].source.count("\n") < len(programs[0].instrs) // 4
+
+
+def test_reroll_keeps_the_statement_sequence():
+    from graph_runtime.fusion.numpy_backend import reroll
+    calls = []
+    ns = {"f": lambda *a: calls.append(a)}
+    block = ["    f(1)", "    f(2, x)", "    x = f(3)"]
+    for lines in ([f"    f({i})" for i in range(30)],                                   # nothing repeats
+                  ["    x = 0"] + block * 37 + ["    f(9)"],                             # one block, many times
+                  ["    x = 0"] + block * 3 + ["    f(8)"] * 50 + block * 9 + ["    f(4)"] * 2):
+        out = reroll(lines, "    ")
+        seqs = []
+        for src in (lines, out):
+            calls.clear()
+            exec("def g():\n" + "\n".join(src) + "\n", ns)
+            ns["g"]()
+            seqs.append(list(calls))
+        assert seqs[0] == seqs[1]
+        assert len(out) <= len(lines)
+    assert len(reroll(["    x = 0"] + block * 37, "    ")) < 3 * 37 // 2
