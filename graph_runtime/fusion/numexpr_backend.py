@@ -4,7 +4,10 @@ Compiled stages are cached per process by their *canonical* text (arguments
 renamed `a0`, `a1`, ... in order of appearance) and argument dtypes
 (`compiled_stage`): the stages of an unrolled loop differ only in the names
 of the values they read, so a program of a thousand stages compiles a handful
-(compile time follows the number of distinct stages, issue 18).
+(compile time follows the number of distinct stages, issue 18).  The kernel
+gives a shared compiled stage one name and keeps temporaries in reused
+registers, so those stages' calls read the same and are written as a loop
+(`numpy_backend.reroll`).
 
 `build(program, shapes)` returns a kernel, or None when numexpr must not be
 used for this program:
@@ -66,6 +69,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .numpy_backend import reroll
 from .recipes import NE_DTYPES, NE_OPAQUE, NE_TEMPLATES, dummy
 
 INLINE_CHARS = 48          # a value used several times is copied into each use only while this short
@@ -192,13 +196,17 @@ def stages(program) -> Stages:
                 n = f"k{ins.dtype.name}_{label}"
                 names[n] = np.asarray(value, dtype=ins.dtype)
                 extra[label] = n
+        args = ins.args
         while True:      # the size limit is checked before the text is formed
-            size = len(ins.ne) + sum(n * len(text[a]) for a, n in zip(ins.args, per))
-            deep = own + max(depth[a] for a in ins.args)
+            parts = [text[a] for a in args]
+            size = len(ins.ne)
+            for n, part in zip(per, parts):
+                size += n * len(part)
+            deep = own + max([depth[a] for a in args])
             if size <= MAX_STAGE_CHARS and deep <= MAX_STAGE_DEPTH:
                 break
-            spill(max((a for a in ins.args if a not in atomic), key=lambda a: len(text[a])))
-        text[ins.out] = ins.ne.format(*[text[a] for a in ins.args], **extra)
+            spill(max((a for a in args if a not in atomic), key=lambda a: len(text[a])))
+        text[ins.out] = ins.ne.format(*parts, **extra)
         depth[ins.out] = deep
         if uses.get(ins.out, 0) > 1 and len(text[ins.out]) > INLINE_CHARS:
             spill(ins.out)
@@ -244,16 +252,32 @@ def build(program, shapes: dict) -> Optional[Callable]:
     lock = _vm_lock()
     ns: dict = {n: v for n, v in st.names.items() if not isinstance(v, int)}
     ns["__lock"] = lock
-    lines = [f"def fused({', '.join(f'i{k}' for k in range(len(program.input_slots)))}):", "    with __lock:"]
+    body = []
     last = len(st.stages) - 1
+    # Temporaries live in registers reused after their last use, and a compiled stage shared by several
+    # stages has one name: an unrolled loop's stages then read the same text, which `reroll` writes as
+    # a loop (a thousand stages, a short source).
+    last_use = {n: k for k, s in enumerate(st.stages) for n in s.args}
+    reg: dict = {}
+    free: list = []
+    xname: dict = {}
     for k, (s, cx) in enumerate(zip(st.stages, compiled)):
-        ns[f"x{k}"] = cx
-        args = [f"i{index[st.names[n]]}" if isinstance(st.names.get(n), int) else n for n in s.args]
-        call = f"x{k}({', '.join(args)}, out=None, order='K', casting='safe', ex_uses_vml=False)"
-        if k < last:
-            lines.append(f"        {s.name} = {call}")
-        else:
-            lines.append(f"        return {call}{'' if shapes[program.outputs[0]] else '[()]'}")
+        x = xname.get(id(cx))
+        if x is None:
+            x = xname[id(cx)] = f"x{len(xname)}"
+            ns[x] = cx
+        args = [f"i{index[st.names[n]]}" if isinstance(st.names.get(n), int) else reg.get(n, n) for n in s.args]
+        call = f"{x}({', '.join(args)}, out=None, order='K', casting='safe', ex_uses_vml=False)"
+        if k == last:
+            body.append(f"        return {call}{'' if shapes[program.outputs[0]] else '[()]'}")
+            break
+        for n in s.args:
+            if n in reg and last_use[n] == k:
+                free.append(reg.pop(n))
+        r = reg[s.name] = free.pop() if free else f"r{len(reg) + len(free)}"
+        body.append(f"        {r} = {call}")
+    lines = [f"def fused({', '.join(f'i{k}' for k in range(len(program.input_slots)))}):", "    with __lock:"]
+    lines += reroll(body, "        ")
     src = "\n".join(lines) + "\n"
     exec(compile(src, f"<graphjit-fused-numexpr-{next(_counter)}>", "exec"), ns)
     fn = ns["fused"]

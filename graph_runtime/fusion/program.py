@@ -75,14 +75,17 @@ class Program:
         """Concrete shape of every slot given the inputs' shapes (NumPy broadcasting per instruction)."""
         shapes = {s: tuple(sh) for s, sh in zip(self.input_slots, input_shapes)}
         shapes.update({s: v.shape for s, v in self.consts.items()})
-        broadcast = np.broadcast_shapes
+        seen: dict = {}       # argument shapes -> their broadcast (a program has few distinct combinations)
         for ins in self.instrs:
             args = ins.args
-            first = shapes[args[0]]
-            if len(args) == 1 or all(shapes[a] == first for a in args[1:]):
-                shapes[ins.out] = first          # equal shapes broadcast to themselves (the common case)
-            else:
-                shapes[ins.out] = broadcast(*[shapes[a] for a in args])
+            if len(args) == 1:
+                shapes[ins.out] = shapes[args[0]]
+                continue
+            key = tuple([shapes[a] for a in args])
+            out = seen.get(key)
+            if out is None:
+                out = seen[key] = np.broadcast_shapes(*key)
+            shapes[ins.out] = out
         return shapes
 
     def infer(self, specs: list) -> list:

@@ -153,3 +153,18 @@ def test_reroll_keeps_the_statement_sequence():
         assert seqs[0] == seqs[1]
         assert len(out) <= len(lines)
     assert len(reroll(["    x = 0"] + block * 37, "    ")) < 3 * 37 // 2
+
+
+@needs_numexpr
+def test_numexpr_kernel_of_an_unrolled_loop_names_shared_stages_once_and_loops():
+    def long_residual(y):
+        for _ in range(600):
+            y = ek.tanh(y) * 0.5 + y
+        return y
+    ref, _, _ = _run(long_residual, enabled=False)
+    got, kernels, programs = _run(long_residual, force="numexpr")
+    st = numexpr_backend.stages(programs[0])
+    src = kernels[0].source.split("\n", 1)[1]          # the code (the first line lists the stage texts)
+    assert len(st.stages) > 100 and "for _ in range(" in src and src.count("\n") < len(st.stages) // 2
+    assert "x1(" not in src                             # one compiled stage, one name
+    np.testing.assert_allclose(got, ref, rtol=2e-5)
