@@ -54,13 +54,28 @@ def infer_same(specs, attrs):
 
 
 FLOAT_NAMES = "float16, float32, float64"
+NUMERIC_NAMES = "float16, float32, float64, int8, int16, int32, int64, uint8"
+_NP_BOOL = np.dtype(bool)
+
+
+def dtype_error(opname: str, dtype, allowed: str) -> InvalidArgumentError:
+    """TF's refusal of an input dtype the op is not registered for (e.g. Tanh on int32, Square on bool)."""
+    return InvalidArgumentError(f"{opname}: value for attr 'T' of {dtype.name} is not in the list of allowed "
+                                f"values: {allowed}; cast the input with eager.cast", op_name=opname)
 
 
 def float_only_error(opname: str, dtype) -> InvalidArgumentError:
-    """TF's refusal of an op registered for floating types only (e.g. Tanh on int32)."""
-    return InvalidArgumentError(f"{opname}: value for attr 'T' of {dtype.name} is not in the list of allowed "
-                                f"values: {FLOAT_NAMES}; cast the input with eager.cast(x, eager.float32)",
-                                op_name=opname)
+    return dtype_error(opname, dtype, FLOAT_NAMES)
+
+
+def infer_same_numeric(opname: str):
+    """`infer_same` for an arithmetic op: bool inputs are refused (NumPy would compute in int8 or float16
+    while the graph inferred bool)."""
+    def infer(specs, attrs):
+        if specs[0].dtype is bool_:
+            raise dtype_error(opname, bool_, NUMERIC_NAMES)
+        return [Spec(specs[0].shape, specs[0].dtype)]
+    return infer
 
 
 def infer_same_float(opname: str):
@@ -89,7 +104,10 @@ def _check_dtypes_match(specs, opname):
 
 
 def infer_broadcast(specs, attrs, opname="binary op"):
+    """Arithmetic on two operands of one dtype (bool refused, as TF's arithmetic kernels do)."""
     _check_dtypes_match(specs, opname)
+    if specs[0].dtype is bool_:
+        raise dtype_error(opname, bool_, NUMERIC_NAMES)
     return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape, opname), specs[0].dtype)]
 
 
@@ -128,6 +146,9 @@ def normalize_axis(axis, rank, opname="op"):
 def call_unary(opdef, x, name=None, attrs=EMPTY):
     if not isinstance(x, Tensor):
         x = convert_to_tensor(x)
+    v = x._value
+    if v is not None and v.dtype is _NP_BOOL:     # eagerly, the op's inference decides whether bool is allowed
+        opdef.infer([Spec(v.shape, bool_)], attrs)
     return execute(opdef, (x,), attrs, name)
 
 
@@ -159,15 +180,19 @@ def call_binary(opdef, x, y, name=None, attrs=EMPTY):
     if type(x) is Tensor and _ctx_state.stack[-1].is_eager:
         ty = type(y)
         if ty is Tensor:
-            if x._value.dtype == y._value.dtype:
+            dt = x._value.dtype
+            if dt == y._value.dtype and dt is not _NP_BOOL:       # bool: the slow path checks the op
                 return execute(opdef, (x, y), attrs, name)
         elif (ty is float or ty is int) and x._value.dtype.kind == "f":
             return execute(opdef, (x, Tensor(x._value.dtype.type(y))), attrs, name)
         elif getattr(ty, "_is_variable", False):      # tensor op variable: read it (as `operand` does)
             y = y._to_tensor()
-            if x._value.dtype == y._value.dtype:
+            dt = x._value.dtype
+            if dt == y._value.dtype and dt is not _NP_BOOL:
                 return execute(opdef, (x, y), attrs, name)
     x, y = binary_operands(opdef, x, y)
+    if x.dtype is bool_ and not (x._is_symbolic or y._is_symbolic):   # eagerly, as a graph's inference would
+        opdef.infer([Spec(np.shape(x._value), bool_), Spec(np.shape(y._value), bool_)], attrs)
     return execute(opdef, (x, y), attrs, name)
 
 

@@ -18,7 +18,7 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from ._define import (EMPTY, broadcast_shapes, call_binary, call_float_unary, call_unary, infer_broadcast_bool,
-                      infer_same, infer_same_float, make_infer_broadcast, sum_to_like)
+                      infer_same, infer_same_float, infer_same_numeric, make_infer_broadcast, sum_to_like)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
@@ -194,8 +194,9 @@ def squared_difference(x, y, name=None):
 # ------------------------------------------------------------------ unary
 def _unop(name, fn, grad=None, ufunc=None, floats_only=False, **flags):
     """An elementwise unary op; `floats_only`: registered for float16/32/64 only, as in TensorFlow (NumPy
-    would promote an int input to float64, so eager and graph results would disagree on the dtype)."""
-    infer = infer_same_float(name) if floats_only else infer_same
+    would promote an int input to float64, so eager and graph results would disagree on the dtype);
+    otherwise numeric types (bool refused: NumPy would compute in int8 or float16)."""
+    infer = infer_same_float(name) if floats_only else infer_same_numeric(name)
     return op(name, fn, infer, grad, elementwise=True, numpy_ufunc=ufunc or fn, **flags)
 
 

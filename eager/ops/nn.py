@@ -24,7 +24,7 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import EMPTY, infer_same, is_known_zero, normalize_axis, sum_to_like
+from ._define import EMPTY, infer_same, infer_same_float, is_known_zero, normalize_axis, sum_to_like
 from .array import expand_dims
 from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, minimum, multiply, negative,
                    reciprocal, sigmoid, subtract, tanh)
@@ -94,9 +94,9 @@ def _g_elu_grad(op, g):
     return [execute(ELU_GRAD, (g, y), EMPTY), multiply(multiply(g, dy), cast(less(y, 0), g.dtype))]
 
 
-ELU_GRAD = op("EluGrad", _elu_grad_kernel, infer_same, _g_elu_grad, elementwise=True,
+ELU_GRAD = op("EluGrad", _elu_grad_kernel, infer_same_float("EluGrad"), _g_elu_grad, elementwise=True,
               doc="dy where y > 0 else dy * (y + 1): the gradient of Elu given its output y.")
-ELU = op("Elu", _elu_kernel, infer_same, lambda op, dy: [execute(ELU_GRAD, (dy, op.outputs[0]), EMPTY)],
+ELU = op("Elu", _elu_kernel, infer_same_float("Elu"), lambda op, dy: [execute(ELU_GRAD, (dy, op.outputs[0]), EMPTY)],
          elementwise=True)
 
 

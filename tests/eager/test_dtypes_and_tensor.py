@@ -205,3 +205,35 @@ def test_float_only_ops_refuse_other_dtypes_the_same_way_in_every_mode(name, dty
             g.create_op(op_type, [x])
         assert len(g.get_operations()) == n
     assert fn(ek.constant(value.astype(np.float32))).dtype is ek.float32
+
+
+NUMERIC_ONLY = {"negative": ("Neg", 1), "abs": ("Abs", 1), "sign": ("Sign", 1), "square": ("Square", 1),
+                "reciprocal": ("Reciprocal", 1), "round": ("Round", 1), "add": ("AddV2", 2),
+                "subtract": ("Sub", 2), "multiply": ("Mul", 2), "maximum": ("Maximum", 2),
+                "minimum": ("Minimum", 2), "pow": ("Pow", 2), "floordiv": ("FloorDiv", 2),
+                "floormod": ("FloorMod", 2), "squared_difference": ("SquaredDifference", 2)}
+
+
+@pytest.mark.parametrize("name", sorted(NUMERIC_ONLY))
+def test_arithmetic_on_bool_is_refused_the_same_way_in_every_mode(name):
+    """TF's arithmetic kernels take no bool; NumPy computed Square/Pow/FloorDiv/Round on bool in int8 or
+    float16 while a graph inferred bool, and `x * x` (rewritten to Square) changed dtype under @function."""
+    import graph_runtime as gr
+    from eager.errors import InvalidArgumentError
+    from tracing import function
+    op_type, arity = NUMERIC_ONLY[name]
+    fn = getattr(ek, name)
+    value = np.array([True, False])
+    match = rf"{op_type}: value for attr 'T' of bool is not in the list of allowed values: float16, float32, " \
+            rf"float64, int8, int16, int32, int64, uint8"
+    args = [ek.constant(value)] * arity
+    with pytest.raises(InvalidArgumentError, match=match):
+        fn(*args)
+    with pytest.raises(InvalidArgumentError, match=match):
+        function(fn)(*args)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("bool", [2])
+        with pytest.raises(InvalidArgumentError, match=match):
+            g.create_op(op_type, [x] * arity)
+    assert fn(*[ek.constant(np.array([1, 2], np.int32))] * arity).dtype is ek.int32
