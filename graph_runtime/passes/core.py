@@ -63,13 +63,15 @@ class PassStats:
 
 @dataclass(frozen=True)
 class GraphPass:
-    """A named graph-to-graph pass.  `iterative`: worth re-running until nothing changes."""
+    """A named graph-to-graph pass.  `iterative`: worth re-running until nothing changes.  `idempotent`:
+    its output is its own fixed point (a second run on it changes nothing: the manager does not do it)."""
 
     name: str
     fn: Callable
     doc: str = ""
     iterative: bool = True
     default_enabled: bool = True
+    idempotent: bool = False
 
     def __call__(self, graph, ctx: PassContext):
         """Run the pass.  With `ctx.probe`, it first runs copy-on-write: its Rewriters build nothing and

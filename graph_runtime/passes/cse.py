@@ -19,6 +19,11 @@ pattern needing one tensor twice (`x * x`) over two merged constants is
 constant-folded already, unless they exceed the folding size limit (then
 that rewrite, a `Square`, waits: never a wrong result).
 
+One run reaches CSE's fixed point (`GraphPass.idempotent`): ops are visited
+in topological order with their inputs already merged, so two ops left with
+the same key were kept apart for a reason a second run sees again (one is
+preserved, stateful or holds a body).
+
 Never merged: stateful ops (random draws, reads, assigns, prints), ops with
 bodies (If/While), and anything into a preserved op (a fed tensor's consumers
 must keep reading the fed value).  A preserved duplicate keeps its name as an
@@ -66,4 +71,5 @@ def eliminate_common_subexpressions(graph, ctx: PassContext):
 
 
 CSE = register_pass(GraphPass("common_subexpression", eliminate_common_subexpressions,
-                              "Merge ops with the same type, inputs and attrs (never stateful ones)."))
+                              "Merge ops with the same type, inputs and attrs (never stateful ones).",
+                              idempotent=True))

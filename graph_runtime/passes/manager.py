@@ -27,7 +27,8 @@ the fixed-point loop a pass is not re-run on a graph it already left
 unchanged, so the last round only runs the passes that have not yet seen the
 final graph; nor on a graph that differs from one it left unchanged only by
 changes that give other passes no work (`PassStats.keeps_fixed_points`: CSE
-merging equal constants and nothing else).
+merging equal constants and nothing else), nor, for an `idempotent` pass
+(CSE), on its own output.
 
 `fetches` names everything that must keep its name and meaning: fetched
 tensors, fed tensors and target ops (tensors, ops, names 'op:0'/'op', nested
@@ -209,6 +210,8 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
                         for name, g in settled.items():
                             if g is before:
                                 settled[name] = graph
+                    if p.idempotent:                  # its own output is its fixed point
+                        settled[p.name] = graph
                 else:
                     settled[p.name] = graph
             if not changed:

@@ -177,3 +177,13 @@ def test_pipeline_exact_mode_is_bitwise(case):
     passes = ["pruning", "constant_folding", "arithmetic", "common_subexpression", "dependency", "memory"]
     new, _ = optimized(graph, fetch, feeds, passes=passes, options={"exact_only": True})
     _check(graph, fetch, feeds, new, exact=True)
+
+
+@SETTINGS
+@given(graphs())
+def test_cse_output_is_its_own_fixed_point(case):
+    # the pass manager does not re-run CSE on its own output (`GraphPass.idempotent`)
+    graph, fetch, feeds = case
+    once, _ = single_pass("common_subexpression", graph, fetch, feeds)
+    twice, stats = single_pass("common_subexpression", once, fetch, feeds)
+    assert stats.changes == 0
