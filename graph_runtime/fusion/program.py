@@ -98,12 +98,18 @@ class Program:
             if s.dtype.np_dtype != dt:
                 raise InvalidArgumentError(f"FusedElementwise: input {i} must be {dt}, got {s.dtype.name}",
                                            op_name="FusedElementwise")
-            shapes[slot] = s.shape
+            shapes[slot] = None if s.shape is None else tuple(s.shape)
         shapes.update({s: v.shape for s, v in self.consts.items()})
+        seen: dict = {}       # argument shapes -> their broadcast (few distinct combinations)
         for ins in self.instrs:
             shape = shapes[ins.args[0]]
             for a in ins.args[1:]:
-                shape = broadcast_shapes(shape, shapes[a], "FusedElementwise")
+                other = shapes[a]
+                key = (shape, other)
+                hit = seen.get(key)
+                if hit is None:
+                    hit = seen[key] = broadcast_shapes(shape, other, "FusedElementwise")
+                shape = hit
             shapes[ins.out] = shape
         return [Spec(shapes[s], dt) for s, dt in zip(self.outputs, self.out_dtypes)]
 
@@ -202,12 +208,13 @@ class ProgramBuilder:
         self.shapes: dict = {}
         self._source = ("", "")
         self.sources: list = []
+        self._broadcasts: dict = {}      # (shape, shape) -> broadcast: a group has few distinct pairs
 
     def _slot(self, dtype, shape) -> int:
         s = self.n
         self.n += 1
         self.dtypes[s] = np.dtype(dtype)
-        self.shapes[s] = shape
+        self.shapes[s] = None if shape is None else tuple(shape)
         return s
 
     def input(self, dtype, shape) -> int:
@@ -229,10 +236,11 @@ class ProgramBuilder:
         shape = self.shapes[args[0]]
         for a in args[1:]:
             other = self.shapes[a]
-            if other != shape or shape is None:
-                shape = broadcast_shapes(shape, other, "FusedElementwise")
-            else:
-                shape = tuple(shape)             # equal static shapes broadcast to themselves
+            key = (shape, other)
+            hit = self._broadcasts.get(key)
+            if hit is None:
+                hit = self._broadcasts[key] = broadcast_shapes(shape, other, "FusedElementwise")
+            shape = hit
         return shape
 
     def ufunc(self, u, *args) -> int:
