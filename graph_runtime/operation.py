@@ -26,8 +26,10 @@ this module needs nothing above it.  Imports `numpy`, `eager`, `resources` and `
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from typing import Any, Optional
 
 import numpy as np
@@ -125,15 +127,42 @@ def is_framework_file(filename: str) -> bool:
     return False
 
 
+_outer = threading.local()      # .stop: (frame, the user frames above it), see `frames_stop_at`
+
+
+@contextlib.contextmanager
+def frames_stop_at(frame):
+    """Within the block, `capture_user_frames` stops its walk at `frame` and appends the user frames above
+    it, captured once here.  For a frame that stays suspended in a call for the whole block (the tracer's,
+    around the traced function): the frames above it do not move meanwhile, so every op created in the
+    block would find the same ones, and the walk's cost would follow the depth of the caller's stack
+    (a test runner's or an application's) for each op (issue 18)."""
+    prev = getattr(_outer, "stop", None)
+    _outer.stop = (frame, _walk(frame, [], None, ()) if prev is None else _walk(frame, [], prev[0], prev[1]))
+    try:
+        yield
+    finally:
+        _outer.stop = prev
+
+
 def capture_user_frames(skip: int = 1) -> tuple:
     """The innermost user frames (not inside the framework), innermost first."""
-    out = []
     try:
         f = sys._getframe(skip)
     except ValueError:  # pragma: no cover
         return ()
+    stop = getattr(_outer, "stop", None)
+    if stop is None:
+        return _walk(f, [], None, ())
+    return _walk(f, [], stop[0], stop[1])
+
+
+def _walk(f, out: list, stop_frame, above: tuple) -> tuple:
     skipped = _SKIPPED
     while f is not None and len(out) < _MAX_USER_FRAMES:
+        if f is stop_frame:
+            out.extend(above[:_MAX_USER_FRAMES - len(out)])
+            break
         fn = f.f_code.co_filename
         skip = skipped.get(fn)
         if skip is None:

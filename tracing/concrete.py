@@ -15,6 +15,7 @@ namedtuples) is kept.
 """
 from __future__ import annotations
 
+import sys
 import time
 import types
 
@@ -27,7 +28,7 @@ from eager.tensor import Tensor
 from graph_runtime.graph import Graph
 from graph_runtime.compiler import prune
 from graph_runtime.op_traits import run_targets
-from graph_runtime.operation import is_framework_file
+from graph_runtime.operation import frames_stop_at, is_framework_file
 from graph_runtime import placeholder
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
@@ -312,7 +313,8 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
             t0 = time.perf_counter()
             python_callable = function._python_callable()       # autograph conversion, cached after the first
             phases.add("autograph", time.perf_counter() - t0)
-            result = python_callable(*call_args, **call_kwargs)
+            with frames_stop_at(sys._getframe()):     # ops' locations: the frames above are walked once
+                result = python_callable(*call_args, **call_kwargs)
         except OpError as e:
             raise _at_user_line(e, name) from None
         _reject_lazy_result(result, function.python_function, name)

@@ -49,3 +49,33 @@ def test_locations_compare_hash_copy_and_pickle_by_value():
     assert repr(loc) == f"SourceLocation(filename={loc.filename!r}, lineno={line}, function={loc.function!r})"
     with pytest.raises(AttributeError, match="immutable"):
         loc.lineno = 3
+
+
+def test_traced_ops_keep_every_user_frame_and_share_the_callers(tmp_path, monkeypatch):
+    """Inside a trace the walk stops at the tracer's frame and appends the user frames above it, captured
+    once (`frames_stop_at`): the same frames as a full walk, the callers' locations shared by all ops."""
+    import contextlib
+    import numpy as np
+    import tracing.concrete
+    from graph_runtime import operation
+    from tracing import function
+    path = str(tmp_path / "traced_fn.py")
+    f = _long_function(20, path)
+
+    def caller_3(x):
+        return function(f).get_concrete_function(x)
+
+    def caller_2(x):
+        return caller_3(x)
+
+    x = ek.constant(np.ones(2, np.float32))
+    results = []
+    for stop_at in (operation.frames_stop_at, lambda frame: contextlib.nullcontext()):   # the plain walk
+        monkeypatch.setattr(tracing.concrete, "frames_stop_at", stop_at)
+        results.append([op for op in caller_2(x).graph.get_operations() if op.type == "Tanh"])
+    ops, full = results
+    assert len(ops) == len(full) == 20
+    for a, b in zip(ops, full):
+        assert a.traceback == b.traceback and len(a.traceback) >= 3
+        assert [loc.function for loc in a.traceback[:3]] == ["f", "caller_3", "caller_2"]
+    assert all(op.traceback[1] is ops[0].traceback[1] for op in ops)
