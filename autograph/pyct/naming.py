@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import gast
 
-from .walk import all_nodes
+from .walk import child_nodes
+
+_AST = gast.AST
+_FIELDS: dict = {}     # node class -> its fields (the walk in `Namer.scan`)
 
 
 class Namer:
@@ -26,14 +29,34 @@ class Namer:
         pipeline's `ctx.kinds` (impl/pipeline.py)."""
         used: set[str] = set()
         kinds: set = set()
-        nodes = all_nodes(tree)
-        for n in nodes:
-            if isinstance(n, gast.Name):
+        if isinstance(tree, gast.Name):
+            used.add(tree.id)
+        elif isinstance(tree, (gast.FunctionDef, gast.ClassDef)):
+            used.add(tree.name)
+        stack = child_nodes(tree)          # the root itself is not one of the kinds below it
+        pop, push, extend, add = stack.pop, stack.append, stack.extend, kinds.add
+        fields = _FIELDS
+        while stack:
+            n = pop()
+            c = n.__class__
+            add(c)
+            if c is gast.Name:
                 used.add(n.id)
-            elif isinstance(n, (gast.FunctionDef, gast.ClassDef)):
+                add(n.ctx.__class__)        # a context has no children: not walked
+                if n.annotation is not None:    # a parameter's
+                    push(n.annotation)
+                continue
+            if isinstance(n, (gast.FunctionDef, gast.ClassDef)):
                 used.add(n.name)
-        for n in nodes[1:]:
-            kinds.add(n.__class__)
+            names = fields.get(c)
+            if names is None:
+                names = fields[c] = c._fields
+            for f in names:
+                v = getattr(n, f, None)
+                if isinstance(v, _AST):
+                    push(v)
+                elif isinstance(v, list):
+                    extend([x for x in v if isinstance(x, _AST)])
         return cls(used), kinds
 
     def new(self, base: str) -> str:

@@ -223,6 +223,13 @@ class _PositionedToAst(_ToAstInPlace):
 
     def _enter(self, node):
         saved = (self._inh, self._fix)
+        d = node.__dict__
+        pos = (d.get("lineno"), d.get("col_offset"), d.get("end_lineno"), d.get("end_col_offset"))
+        if None not in pos:             # fully positioned (every parsed node): it is both rules' base
+            if self._inh is not None:
+                self._inh = pos
+            self._fix = pos
+            return saved
         lineno = getattr(node, "lineno", None)
         if lineno is None:
             if self._inh is not None:
