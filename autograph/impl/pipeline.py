@@ -34,7 +34,7 @@ class Step:
     name: str
     convert: Converter
     needs: Optional[frozenset] = None          # node classes it acts on (None: always runs)
-    adds: Optional[frozenset] = frozenset()    # node classes it may introduce (None: anything)
+    adds: Optional[frozenset] = None           # node classes it may introduce (None, the safe default: anything)
     needed: Optional[Callable] = None          # fn_node -> bool: the converter's own "anything to do?"
 
 
@@ -50,7 +50,7 @@ _LAMBDA_ADDS = _CALL_ADDS | _kinds(gast.Lambda, gast.arguments)
 
 PIPELINE: list[Step] = [
     # Reject generators/async first: nothing below knows how to lower them.
-    Step("unsupported", unsupported.transform),
+    Step("unsupported", unsupported.transform, None, frozenset()),
     # Directives are read off loop bodies before anything rewrites the loops (always run: a directive
     # outside a loop is an error).
     Step("directives", directives.transform, None, _kinds(gast.Pass)),
