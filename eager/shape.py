@@ -140,3 +140,24 @@ def as_shape(value) -> TensorShape:
     if isinstance(value, TensorShape):
         return value
     return TensorShape(value)
+
+
+_SHARED: dict = {}          # dims tuple -> TensorShape (immutable, so one object serves every tensor)
+_MAX_SHARED = 4096
+_UNKNOWN_RANK = TensorShape(None)
+
+
+def shared_shape(dims) -> "TensorShape":
+    """`TensorShape(dims)`, shared among equal shapes (graphs create one per tensor; most are equal: an
+    unrolled function's thousands of [4,4] tensors get one, fewer objects to build and to collect)."""
+    if dims is None:
+        return _UNKNOWN_RANK
+    try:
+        hit = _SHARED.get(dims)
+    except TypeError:                       # a list: not a key
+        return TensorShape(dims)
+    if hit is None:
+        hit = TensorShape(dims)
+        if hit._dims == dims and len(_SHARED) < _MAX_SHARED:    # (-1 dims are stored as None: not this key)
+            _SHARED[hit._dims] = hit
+    return hit

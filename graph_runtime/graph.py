@@ -31,7 +31,7 @@ import threading
 from typing import Optional
 
 from eager import context as _context
-from eager.shape import TensorShape
+from eager.shape import shared_shape
 
 from .building import GraphBuilder, GraphKeys
 from .device_spec import check_scope_entry
@@ -300,7 +300,7 @@ class Graph(GraphBuilder, GraphBase):
         with self._lock:
             op = Operation(self, name, opdef, tuple(inputs), attrs, tuple(control_inputs), device,
                            len(self._ops), frames)
-            op._outputs = tuple(GraphTensor(op, i, TensorShape(s.shape), s.dtype, s.value)
+            op._outputs = tuple(GraphTensor(op, i, shared_shape(s.shape), s.dtype, s.value)
                                 for i, s in enumerate(out_specs))
             self._ops.append(op)
             self._by_name[name] = op

@@ -236,3 +236,17 @@ def test_verify_accepts_built_graphs_and_catches_corruption():
     y.op._inputs = (z, y.op._inputs[1])
     with pytest.raises(InvalidArgumentError, match="dangling"):
         g.verify()
+
+
+def test_equal_static_shapes_share_one_immutable_shape_object():
+    from eager.shape import TensorShape, shared_shape
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (4, 4), name="x")
+        a, b = ek.tanh(x), ek.exp(x)
+        u = gr.placeholder(ek.float32, None, name="u")
+    assert a.shape is b.shape and a.shape == (4, 4)          # TensorShape is immutable: one object serves both
+    assert shared_shape([2, 3]) == TensorShape([2, 3]) and shared_shape((-1, 3)).dims == (None, 3)
+    assert u.shape.dims is None
+    a.set_shape((4, 4))
+    assert b.shape == (4, 4)
