@@ -300,8 +300,12 @@ class Graph(GraphBuilder, GraphBase):
         with self._lock:
             op = Operation(self, name, opdef, tuple(inputs), attrs, tuple(control_inputs), device,
                            len(self._ops), frames)
-            op._outputs = tuple(GraphTensor(op, i, shared_shape(s.shape), s.dtype, s.value)
-                                for i, s in enumerate(out_specs))
+            if len(out_specs) == 1:      # most ops (no generator for one output)
+                s = out_specs[0]
+                op._outputs = (GraphTensor(op, 0, shared_shape(s.shape), s.dtype, s.value),)
+            else:
+                op._outputs = tuple(GraphTensor(op, i, shared_shape(s.shape), s.dtype, s.value)
+                                    for i, s in enumerate(out_specs))
             self._ops.append(op)
             self._by_name[name] = op
             self._version += 1

@@ -205,10 +205,14 @@ class Rewriter:
         new_inputs = self.inputs(op) if inputs is None else list(inputs)
         ctrl = self.controls(op) if control_inputs is None else tuple(control_inputs)
         new_attrs = op._attrs if attrs is None else attrs
-        same = attrs is None and all(a._shape._dims == b._shape._dims and
-                                     (a._static_value is None) == (b._static_value is None)
-                                     and a._dtype is b._dtype
-                                     for a, b in zip(new_inputs, op._inputs))
+        same = attrs is None
+        if same:
+            for a, b in zip(new_inputs, op._inputs):
+                if a is not b and not (a._dtype is b._dtype and (a._shape is b._shape or
+                                                                  a._shape._dims == b._shape._dims)
+                                       and (a._static_value is None) == (b._static_value is None)):
+                    same = False
+                    break
         if same:
             specs = [Spec(o._shape._dims, o._dtype, o._static_value) for o in op._outputs]
         else:
