@@ -92,27 +92,32 @@ def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: l
     return gv, gc
 
 
-def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, n_extra=0, n_caps=None, **_):
+def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, n_extra=0, n_caps=None, vjp_outputs=None,
+                       **_):
     if variant is None:
         raise RuntimeError("WhileGrad: the forward While op saved no values (internal error: its gradient "
                            "state was not active when it ran)")
     n_iter, history = variant
     dv, ext = rest[:n_dy], rest[n_dy:n_dy + n_extra]
     caps = rest[n_dy + n_extra:] if n_caps is None else rest[n_dy + n_extra:n_dy + n_extra + n_caps]
-    plan = body_plan(vjp)
+    plan = body_plan(vjp, (), True, vjp_outputs)
     fn = plan.fn
+    # the capture cotangents computed (all, unless the `unused_outputs` pass dropped some nobody reads)
+    slots = range(len(cap_index)) if vjp_outputs is None else [k - n_dy for k in vjp_outputs[n_dy:]]
     capg = [None] * len(cap_index)
     try:
         for t in range(n_iter - 1, -1, -1):
             saved = history[t]
             outs = fn(*dv, *[e[t] for e in ext], *[caps[i] if kind == 0 else saved[i] for kind, i in feeds])
             dv = outs[:n_dy]
-            for c, gv in enumerate(outs[n_dy:]):
+            for c, gv in zip(slots, outs[n_dy:]):
                 capg[c] = gv if capg[c] is None else capg[c] + gv
     except Exception as e:
         raise plan.map_error(e) from None
-    capg = [np.zeros_like(caps[j]) if g is None else g for g, j in zip(capg, cap_index)]
-    outs = tuple(dv) + tuple(capg)
+    for c in slots:
+        if capg[c] is None:
+            capg[c] = np.zeros_like(caps[cap_index[c]])
+    outs = tuple(dv) + tuple(capg)     # a dropped output holds None: nothing reads it
     return outs[0] if len(outs) == 1 else outs    # a one-output op's kernel returns the bare value
 
 
@@ -124,9 +129,21 @@ def _lower_while_grad(op, ctx):
     return lambda *args: _while_grad_kernel(*args, **op._attrs)
 
 
+def _drop_outputs(op, used: frozenset):
+    """`unused_outputs` pass hook: the attrs of this WhileGrad computing only the capture cotangents in
+    `used` (the loop variables' cotangents are carried from iteration to iteration: always computed).
+    The op keeps its outputs; the dropped ones hold no value."""
+    a = op._attrs
+    n_dy = a["n_dy"]
+    base = a.get("vjp_outputs") or tuple(range(len(a["vjp"].outputs)))
+    kept = tuple(i for i in base if i < n_dy or i in used)
+    return None if kept == base else dict(a, vjp_outputs=kept)
+
+
 WHILE_GRAD = op("WhileGrad", _while_grad_kernel, _infer_grad, GRADIENT_REGISTERED_LATER, num_outputs=-1,
-                extra={"lower": _lower_while_grad},
-                attrs=("vjp", "feeds", "n_dy", "n_extra", "n_caps", "cap_index", "Tout", "output_shapes"),
+                extra={"lower": _lower_while_grad, "drop_outputs": _drop_outputs},
+                attrs=("vjp", "feeds", "n_dy", "n_extra", "n_caps", "cap_index", "Tout", "output_shapes",
+                       "vjp_outputs"),
                 doc="Gradient of While: runs the VJP graph over the saved iterations in reverse "
                     "(inputs: variant, cotangents, per-iteration cotangent stacks, captures, loop inputs).")
 

@@ -45,19 +45,25 @@ from .auto_deps import stateful_ops_in_order
 __all__ = ["body_plan", "cached", "compiled_plans", "call"]
 
 
-def body_plan(graph, extra: tuple = (), optimize: bool = True) -> Plan:
-    """The compiled plan of a body graph returning `outputs + extra` as a tuple."""
+def body_plan(graph, extra: tuple = (), optimize: bool = True, outputs=None) -> Plan:
+    """The compiled plan of a body graph returning `outputs + extra` as a tuple.
+
+    `outputs`: indices of the graph's outputs to return (None: all of them); what only the others
+    need is not computed.
+    """
     optimize = bool(optimize) and not extra
+    outs = list(graph.outputs) if outputs is None else [graph.outputs[i] for i in outputs]
 
     def make():
-        plan = prepare(graph, list(graph.inputs), list(graph.outputs) + list(extra), stateful_ops_in_order(graph),
+        plan = prepare(graph, list(graph.inputs), outs + list(extra), stateful_ops_in_order(graph),
                        DEFAULT_CONFIG if optimize else NO_OPTIMIZE, check_feeds=False, keep_effects=True)
         if not optimize:
             plan.optimization_report = get(graph, ("report",))   # set when the `bodies` pass made `graph`
         return (None, plan)
 
     # keyed by names, which survive a GraphDef round trip (a tensor's name is unique in its graph)
-    return cached(graph, ("plan", tuple(t.name for t in extra), optimize), make)
+    key = ("plan", tuple(t.name for t in extra), optimize)
+    return cached(graph, key if outputs is None else key + (tuple(outputs),), make)
 
 
 def compiled_plans(graph, kind: str = "plan") -> list:

@@ -56,6 +56,10 @@ def while_grad_grad(op, *dys):
     a = op.attrs
     variant = op.inputs[0]
     fwd = forward_op(variant)
+    if a.get("vjp_outputs") is not None:
+        raise UnimplementedError(f"gradient of a WhileGrad op of while_loop '{fwd.name}' that the optimizer "
+                                 f"pruned (it computes only some capture cotangents): differentiate the graph "
+                                 f"before optimizing it", op_name="WhileGrad")
     if a.get("n_caps") is None:
         raise UnimplementedError(f"second-order gradient through while_loop '{fwd.name}': this WhileGrad op "
                                  f"comes from an older GraphDef without the loop inputs; rebuild the gradient",

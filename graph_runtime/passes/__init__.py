@@ -3,7 +3,8 @@
 - `optimize(graph_or_graph_def, fetches, passes=None, ...) -> (graph, OptimizationReport)`
   (manager.py) runs the pipeline; `run_pass(name, graph, fetches)` runs one.
 - Passes (registered by name; `SessionConfig(disabled_passes=(...))` uses the names):
-  `pruning`, `debug_stripper` (off by default), `constant_folding`,
+  `pruning`, `unused_outputs` (ops that can compute fewer outputs do),
+  `debug_stripper` (off by default), `constant_folding`,
   `arithmetic` (rule table in arithmetic_rules.py), `common_subexpression`,
   `scale_folding`, `loop_invariant`, `dependency`, `fusion` (issue 9), `bodies`
   (optimizes If/Case/While bodies recursively), `memory`.
@@ -17,7 +18,7 @@ conditions it checks.
 Imports its own submodules only (never `graph_runtime.session`).
 """
 from . import pruning, debug_stripper, constant_folding, arithmetic, cse, scale_folding  # noqa: F401 (register)
-from . import loop_invariant, dependency, memory, fusion, bodies  # noqa: F401 (register)
+from . import loop_invariant, dependency, memory, fusion, bodies, unused_outputs  # noqa: F401 (register)
 from .core import GraphPass, PassContext, PassStats, get_pass, register_pass, registered_passes
 from .manager import DEFAULT_PIPELINE, OptimizationReport, optimize, resolve_pipeline, run_pass
 from .rewriter import Rewriter

@@ -35,6 +35,11 @@ class PassContext:
     keep_stateful: bool = False           # pruning keeps side-effecting ops even when nothing needs them
     options: dict = field(default_factory=dict)
     probe: bool = False                   # Rewriters start copy-on-write (see GraphPass.__call__)
+    fetched: frozenset = frozenset()      # the caller's names as given: "op:i" tensors, bare names whole ops
+
+    def output_needed(self, op, i: int) -> bool:
+        """True when the caller fetches or feeds output `i` of `op` by name (or names the whole op)."""
+        return op._name in self.preserve and (op._name in self.fetched or f"{op._name}:{i}" in self.fetched)
 
     def option(self, name: str, default=None):
         return self.options.get(name, default)

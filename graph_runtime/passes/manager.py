@@ -49,7 +49,7 @@ from ..graph_import import import_graph_def
 from ..operation import GraphTensor, Operation
 from .core import GraphPass, PassContext, PassStats, get_pass
 
-DEFAULT_PIPELINE = ("pruning", "debug_stripper", "constant_folding", "arithmetic", "common_subexpression",
+DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic", "common_subexpression",
                     "scale_folding", "loop_invariant", "dependency", "fusion", "bodies", "memory")
 DEFAULT_MAX_ITERATIONS = 4
 
@@ -161,7 +161,7 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
     options = dict(options or {})
     options.setdefault("disabled_passes", tuple(disabled or ()))    # bodies are optimized the same way
     options.setdefault("enabled_passes", tuple(enabled or ()))
-    ctx = PassContext(_op_names(graph, names), keep_stateful, options, probe=True)
+    ctx = PassContext(_op_names(graph, names), keep_stateful, options, probe=True, fetched=frozenset(names))
     pipeline = resolve_pipeline(passes, disabled, enabled)
     check = _verify_default() if verify is None else verify
     report = OptimizationReport(nodes_before=len(graph._ops), preserved=tuple(sorted(ctx.preserve)))

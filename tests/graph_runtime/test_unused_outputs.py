@@ -1,0 +1,96 @@
+"""The `unused_outputs` pass: a loop gradient computes only the capture cotangents something reads."""
+import numpy as np
+import pytest
+
+import eager as ek
+import graph_runtime as gr
+from eager.errors import UnimplementedError
+
+STEPS, B, I, H = 6, 3, 4, 5
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    return (rng.standard_normal((STEPS, B, I)), rng.standard_normal((I, H)) * 0.3,
+            rng.standard_normal((H, H)) * 0.3)
+
+
+def _rnn_graph():
+    """An RNN reading its inputs from a TensorArray; gradients of the weights (and of the inputs)."""
+    xs, wx, wh = _data()
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float64", xs.shape, name="xs")
+        Wx, Wh = ek.constant(wx), ek.constant(wh)
+        ta = ek.TensorArray("float64", size=STEPS).unstack(x)
+
+        def body(t, h):
+            return t + 1, ek.tanh(ek.matmul(ta.read(t), Wx) + ek.matmul(h, Wh))
+
+        _, h = ek.while_loop(lambda t, h: t < STEPS, body, [ek.constant(0), ek.zeros((B, H), "float64")])
+        loss = ek.reduce_sum(h * h)
+        *g_w, g_x = gr.gradients(loss, [Wx, Wh, x])         # one WhileGrad op computes all three
+    return g, x, xs, g_w, g_x
+
+
+def _eager_grads():
+    xs, wx, wh = _data()
+    x, Wx, Wh = ek.constant(xs), ek.constant(wx), ek.constant(wh)
+    with ek.GradientTape() as tape:
+        tape.watch([x, Wx, Wh])
+        h = ek.zeros((B, H), "float64")
+        for t in range(STEPS):
+            h = ek.tanh(ek.matmul(x[t], Wx) + ek.matmul(h, Wh))
+        loss = ek.reduce_sum(h * h)
+    return [g.numpy() for g in tape.gradient(loss, [Wx, Wh, x])]
+
+
+def _dropped(graph, fetches):
+    _, report = gr.optimize(graph, fetches)
+    return sum(s.details.get("outputs_dropped", 0) for s in report.passes if s.name == "unused_outputs")
+
+
+def test_weights_only_gradient_skips_the_input_cotangent_and_matches_eager():
+    g, x, xs, g_w, g_x = _rnn_graph()
+    want = _eager_grads()
+    assert _dropped(g, g_w) == 1
+    for cfg in (gr.SessionConfig(), gr.SessionConfig(disabled_passes=("unused_outputs",)),
+                gr.SessionConfig(optimize=False)):
+        with gr.Session(graph=g, config=cfg) as sess:
+            got = sess.run(g_w, {x: xs})
+        for a, b in zip(got, want[:2]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_an_output_that_is_fetched_or_consumed_is_kept():
+    g, x, xs, g_w, g_x = _rnn_graph()
+    want = _eager_grads()
+    assert _dropped(g, g_w + [g_x]) == 0                    # the inputs' cotangent is read: nothing to drop
+    with gr.Session(graph=g) as sess:
+        got = sess.run(g_w + [g_x], {x: xs})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    while_grad = next(op for op in g.get_operations() if op.type == "WhileGrad")
+    assert _dropped(g, g_w + [while_grad]) == 0             # the whole op is named: all of it is kept
+    with g.as_default(), g.control_dependencies([while_grad]):
+        after = ek.constant(1.0) + 0.0
+    assert _dropped(g, g_w + [after]) == 0                  # a control dependency on the op keeps it whole
+
+
+def test_differentiating_a_pruned_loop_gradient_says_to_differentiate_first():
+    g, x, xs, g_w, g_x = _rnn_graph()
+    opt, _ = gr.optimize(g, g_w)
+    gw0 = opt.get_tensor_by_name(g_w[0].name)
+    with opt.as_default(), pytest.raises(UnimplementedError, match=r"pruned .* differentiate the graph before"):
+        gr.gradients(ek.reduce_sum(gw0), [opt.get_tensor_by_name(x.name)])
+
+
+@pytest.mark.parametrize("options", [dict(trace_level=gr.RunOptions.FULL_TRACE), {}], ids=["full_trace", "plain"])
+def test_every_executor_runs_the_pruned_op(options):
+    g, x, xs, g_w, g_x = _rnn_graph()
+    want = _eager_grads()
+    for threads in (1, 2):
+        with gr.Session(graph=g, config=gr.SessionConfig(inter_op_parallelism_threads=threads)) as sess:
+            got = sess.run(g_w, {x: xs}, options=gr.RunOptions(**options))
+        for a, b in zip(got, want[:2]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
