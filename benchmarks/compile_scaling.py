@@ -136,7 +136,7 @@ def scaling_table(sizes=(40, 1000, 4000), numexpr_options=(False, True)) -> str:
         for ne, ag in variants:
             if ne and not numexpr_backend.available():
                 continue
-            total, cpu, ph = first_call(make, x, 3 if n <= 1000 else 1, ne, autograph=ag)
+            total, cpu, ph = first_call(make, x, 3, ne, autograph=ag)
             if ag:
                 totals[(n, ne)] = total
             p = ph.phases
