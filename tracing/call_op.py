@@ -5,13 +5,23 @@ op instead of replaying the plan directly, so the tape sees the whole call as a
 single op.  Its inputs are the call's tensor arguments plus an eager read of
 every trainable variable the graph reads before assigning it (so the tape can
 differentiate with respect to those variables too); inside the plan those
-reads are fed with the values read just before the call.  The op's gradient
-runs a backward plan built once per concrete function with
-`graph_runtime.gradients` on the traced graph (`CallPlan.backward`).  The
-backward op `PartitionedCallGrad` is differentiable the same way (its plan's
-own `backward()`), so nested tapes around a call give second and higher
-derivatives; they are as differentiable as the traced graph's gradient ops
-(cond/switch_case yes, while_loop only to first order: UnimplementedError).
+reads are fed with the values read just before the call.
+
+First order (`SavingCall`, TensorFlow's forward/backward function pair): the
+gradient ops are added to the traced graph once, at the first recorded call;
+the forward plan also returns the forward values they read (one opaque last
+output of the op), and `PartitionedCallSavedGrad` runs only the gradient ops
+from those values.  The function runs once per call: an assign inside a
+differentiated `while_loop` happens once, and the backward does no forward
+work.  When the backward would still have to run a forward op with effects
+(a control edge to it), the call falls back to recomputing.
+
+Recomputing (`CallPlan.backward`, and every order above the first): a
+backward plan from the call's inputs and the outputs' cotangents, built once
+per concrete function with `graph_runtime.gradients` on the traced graph.
+The backward op `PartitionedCallGrad` is differentiable the same way (its
+plan's own `backward()`), so nested tapes around a call give second and
+higher derivatives, as differentiable as the traced graph's gradient ops.
 """
 from __future__ import annotations
 
@@ -19,10 +29,14 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 import eager as ek
 from eager.dispatch import execute
 from eager.registry import Spec, op
 from graph_runtime import placeholder
+from graph_runtime.compiler import prune
+from graph_runtime.control_flow.ops import VARIANT
 from graph_runtime.gradients import gradients
 from graph_runtime.op_traits import run_targets, var_of, written_vars
 from graph_runtime.pipeline import DEFAULT_CONFIG, prepare
@@ -54,15 +68,54 @@ class CallPlan:
     def backward(self) -> "CallPlan":
         with _lock:
             if self._backward is None:
-                xs = list(self.xs)
-                with self.graph.as_default():
-                    dys = [placeholder(t.dtype, t.shape.dims, name="grad_in") for t in self.ys]
-                    float_ys = [(y, d) for y, d in zip(self.ys, dys) if y.dtype.is_floating]
-                    grads = gradients([y for y, _ in float_ys], xs, grad_ys=[d for _, d in float_ys]) \
-                        if float_ys else [None] * len(xs)
-                    grads = [g if g is not None else ek.zeros_like(x) for g, x in zip(grads, xs)]
-                self._backward = CallPlan(self.graph, xs + dys, grads)
+                dys, grads = gradient_graph(self.graph, list(self.xs), list(self.ys))
+                self._backward = CallPlan(self.graph, list(self.xs) + dys, grads)
             return self._backward
+
+
+def gradient_graph(graph, xs: list, ys: list) -> tuple:
+    """Add to `graph` placeholders for the cotangents of `ys` and the gradient ops; `(dys, grads of xs)`
+    (zeros where a gradient is unconnected)."""
+    with graph.as_default():
+        dys = [placeholder(t.dtype, t.shape.dims, name="grad_in") for t in ys]
+        float_ys = [(y, d) for y, d in zip(ys, dys) if y.dtype.is_floating]
+        grads = gradients([y for y, _ in float_ys], xs, grad_ys=[d for _, d in float_ys]) \
+            if float_ys else [None] * len(xs)
+        grads = [g if g is not None else ek.zeros_like(x) for g, x in zip(grads, xs)]
+    return dys, grads
+
+
+class SavingCall:
+    """The first-order gradient of a traced call without running the function twice.
+
+    `build` adds the gradient ops to the graph first and finds the *boundary*: the forward tensors
+    they read.  `forward` computes the outputs and the boundary values (TensorFlow's forward function
+    that outputs the intermediates its backward needs); `backward` takes the inputs, the saved
+    boundary values and the outputs' cotangents, so none of the forward ops runs again: side effects
+    in the function (e.g. an assign inside a `while_loop` whose gradient needs the loop's saved
+    values) happen once per call, and the backward does no forward work.  None when the backward
+    would still run a forward op with effects (a control edge to it): the call falls back to
+    recomputing (`CallPlan.backward`).
+    """
+
+    def __init__(self, forward: CallPlan, backward: CallPlan, n_outputs: int):
+        self.forward, self.backward, self.n_outputs = forward, backward, n_outputs
+
+    @classmethod
+    def build(cls, graph, xs: list, ys: list, targets: list):
+        start = len(graph._ops)
+        dys, grads = gradient_graph(graph, xs, ys)
+        fed = {id(t) for t in xs}
+        boundary, seen = [], set()
+        for o in graph._ops[start:]:
+            for t in o._inputs:
+                if t._op._id < start and id(t) not in fed and id(t) not in seen:
+                    seen.add(id(t))
+                    boundary.append(t)
+        feeds = xs + boundary + dys
+        if any(o._id < start and o._opdef.effect != "none" for o in prune(feeds, grads, ())):
+            return None
+        return cls(CallPlan(graph, xs, ys + boundary, targets), CallPlan(graph, feeds, grads), len(ys))
 
 
 class TapeCallInfo:
@@ -80,8 +133,10 @@ class TapeCallInfo:
                 assigned.update(id(v) for v in written_vars(o))
         self.reads = reads
         self.variables = [var_of(r.op) for r in reads]
-        self.call = CallPlan(cf.graph, list(cf.inputs) + reads, list(cf.outputs), _targets(cf))
-        self.forward = self.call.fn
+        xs, ys, targets = list(cf.inputs) + reads, list(cf.outputs), _targets(cf)
+        self.call = CallPlan(cf.graph, xs, ys, targets)
+        self.saving = SavingCall.build(cf.graph, xs, ys, targets)
+        self.forward = self.call.fn if self.saving is None else self.saving.forward.fn
 
 
 def _targets(cf):
@@ -89,15 +144,54 @@ def _targets(cf):
 
 
 def _call_kernel(*arrays, info):
-    return info.forward(*arrays)
+    values = info.forward(*arrays)
+    saving = info.saving
+    if saving is None:
+        return values
+    n = saving.n_outputs
+    token = np.empty((), object)          # the saved boundary values, one opaque value for the backward
+    token[()] = tuple(values[n:])
+    return tuple(values[:n]) + (token,)
 
 
 def _infer_call(specs, attrs):
-    return [Spec(t.shape.dims, t.dtype) for t in attrs["info"].cf.outputs]
+    info = attrs["info"]
+    outs = [Spec(t.shape.dims, t.dtype) for t in info.cf.outputs]
+    return outs + ([Spec((), VARIANT)] if info.saving is not None else [])
 
 
 def _grad_call(entry, *dys):
-    return _grad_of(entry.get_attr("info").call, entry, dys)
+    info = entry.get_attr("info")
+    saving = info.saving
+    if saving is None:
+        return _grad_of(info.call, entry, dys)
+    n = saving.n_outputs
+    outs = entry.outputs[:n]
+    dys = [d if d is not None else ek.zeros_like(y) for d, y in zip(dys[:n], outs)]
+    grads = execute(CALL_SAVED_GRAD, tuple(entry.inputs) + (entry.outputs[n],) + tuple(dys), {"info": info})
+    grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
+    return [g if x.dtype.is_floating else None for g, x in zip(grads, entry.inputs)]
+
+
+def _saved_grad_kernel(*arrays, info):
+    k = len(info.call.xs)
+    return info.saving.backward.fn(*arrays[:k], *arrays[k][()], *arrays[k + 1:])
+
+
+def _infer_saved_grad(specs, attrs):
+    return [Spec(t.shape.dims, t.dtype) for t in attrs["info"].saving.backward.ys]
+
+
+def _grad_saved_grad(entry, *ddys):
+    """Second order: the same math as the recomputing backward (`CallPlan.backward`), differentiated."""
+    info = entry.get_attr("info")
+    k = len(info.call.xs)
+    inputs = list(entry.inputs[:k]) + list(entry.inputs[k + 1:])          # without the saved values
+    ddys = [d if d is not None else ek.zeros_like(y) for d, y in zip(ddys, entry.outputs)]
+    g2 = execute(CALL_GRAD, tuple(inputs) + tuple(ddys), {"plan": info.call.backward().backward()})
+    g2 = list(g2) if isinstance(g2, (tuple, list)) else [g2]
+    g2 = g2[:k] + [None] + g2[k:]
+    return [g if x.dtype.is_floating else None for g, x in zip(g2, entry.inputs)]
 
 
 def _grad_of(plan: CallPlan, entry, dys) -> list:
@@ -125,6 +219,11 @@ CALL = op("PartitionedCall", _call_kernel, _infer_call, _grad_call, num_outputs=
 CALL_GRAD = op("PartitionedCallGrad", _grad_kernel, _infer_grad, _grad_grad, num_outputs=-1, effect="write",
                doc="Backward pass of PartitionedCall (or of another PartitionedCallGrad): input gradients "
                    "from output gradients; differentiable again (attr plan: a CallPlan).")
+CALL_SAVED_GRAD = op("PartitionedCallSavedGrad", _saved_grad_kernel, _infer_saved_grad, _grad_saved_grad,
+                     num_outputs=-1, effect="write",
+                     doc="Backward pass of PartitionedCall from the values its forward saved (inputs: the call's "
+                         "inputs, the saved-values token, the outputs' cotangents); attr info: the call's "
+                         "TapeCallInfo.")
 
 
 def call_recorded(cf, arrays_inputs: list):
@@ -137,4 +236,5 @@ def call_recorded(cf, arrays_inputs: list):
         info = cf._tape_info
     reads = [v.value() for v in info.variables]
     outs = execute(CALL, tuple(arrays_inputs) + tuple(reads), {"info": info})
-    return list(outs)
+    outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+    return outs[:len(info.cf.outputs)]         # (a saving call's last output is its saved values)
