@@ -71,6 +71,8 @@ class Function:
             # called while tracing another function: inline this one into the outer graph
             return self._python_callable()(*args, **kwargs)
         if self._input_signature is not None:
+            if kwargs:
+                args, kwargs = self._by_position(args, kwargs)
             args = cast_to_signature(self._name, self._input_signature, args, self._arg_names)
         key = call_key(args, kwargs)
         cf = self._dispatch.get(key)
@@ -81,6 +83,18 @@ class Function:
             if self._recent.warned is False:
                 self._recent.add(False)
         return cf._call(args, kwargs)
+
+    def _by_position(self, args, kwargs):
+        """Keyword arguments of a function with an input_signature moved to their positions (TF
+        canonicalizes calls the same way); a call Python would refuse raises Python's TypeError."""
+        names = self._arg_names[:len(self._input_signature)]
+        try:
+            bound = inspect.signature(self.python_function).bind(*args, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        if any(k not in names for k in kwargs):       # a keyword beyond the signature: reported later
+            return args, kwargs
+        return tuple(bound.arguments[n] for n in names if n in bound.arguments), {}
 
     def __get__(self, instance, owner):
         """Methods: one Function per instance, bound to it."""
