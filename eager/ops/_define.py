@@ -201,7 +201,8 @@ def as_attr_tuple(value, what="shape"):
     if value is None:
         return None
     if isinstance(value, Tensor):
-        value = value._python_value(what)
+        static = getattr(value, "_static_value", None) if value._is_symbolic else None
+        value = static if static is not None else value._python_value(what)   # a graph constant is known now
     if isinstance(value, (int, np.integer)):
         return (int(value),)
     return tuple(int(v) for v in np.asarray(value).reshape(-1))

@@ -1,7 +1,8 @@
 """Reductions (`reduce_sum` ... `argmin`) and their gradient helper `ReduceGrad`.
 
 `axis` is an attribute (tuple of ints or None = all axes); negative axes are
-allowed.  Integer `reduce_mean` truncates, like TensorFlow.  `ReduceGrad(dy, x)`
+allowed.  An axis tensor whose value is known only when a graph runs makes a
+`ReduceDynamic` op instead (same kernels; `ReduceGradDynamic` for gradients).  Integer `reduce_mean` truncates, like TensorFlow.  `ReduceGrad(dy, x)`
 expands a reduced gradient back to `x`'s shape (divided by the number of
 reduced elements for means); being a primitive with its own gradient keeps the
 reduction gradients free of dynamic-shape arithmetic.
@@ -12,7 +13,7 @@ import numpy as np
 
 from ..convert import convert_to_tensor
 from ..dispatch import execute
-from ..dtypes import bool_, int64, as_dtype
+from ..dtypes import bool_, int32, int64, as_dtype
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._define import as_attr_tuple
@@ -77,21 +78,28 @@ REDUCE_GRAD = op("ReduceGrad", _reduce_grad_kernel, lambda s, a: [Spec(s[1].shap
 
 
 def reduce_grad(dy, x, axis, keepdims, mean=False):
+    if _is_dynamic(axis):
+        return execute(REDUCE_GRAD_DYNAMIC, (dy, x, axis), {"keepdims": keepdims, "mean": mean})
     return execute(REDUCE_GRAD, (dy, x), {"axis": axis, "keepdims": keepdims, "mean": mean})
 
 
+def _axis_of(op):
+    """The reduced axes: the static op's attr, or the dynamic op's second input (a tensor)."""
+    return op.inputs[1] if len(op.inputs) > 1 else op.get_attr("axis")
+
+
 def _g_sum(op, dy):
-    return [reduce_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"))]
+    return [reduce_grad(dy, op.inputs[0], _axis_of(op), op.get_attr("keepdims"))]
 
 
 def _g_mean(op, dy):
-    return [reduce_grad(dy, op.inputs[0], op.get_attr("axis"), op.get_attr("keepdims"), mean=True)]
+    return [reduce_grad(dy, op.inputs[0], _axis_of(op), op.get_attr("keepdims"), mean=True)]
 
 
 def _g_extreme(op, dy):
     from .math import cast, equal, multiply, divide
     x, y = op.inputs[0], op.outputs[0]
-    axis, keepdims = op.get_attr("axis"), op.get_attr("keepdims")
+    axis, keepdims = _axis_of(op), op.get_attr("keepdims")
     mask = cast(equal(x, reduce_grad(y, x, axis, keepdims)), dy.dtype)
     count = reduce_grad(reduce_sum(mask, axis=axis, keepdims=keepdims), x, axis, keepdims)
     return [divide(multiply(mask, reduce_grad(dy, x, axis, keepdims)), count)]
@@ -100,7 +108,7 @@ def _g_extreme(op, dy):
 def _g_prod(op, dy):
     from .math import multiply, divide
     x, y = op.inputs[0], op.outputs[0]
-    axis, keepdims = op.get_attr("axis"), op.get_attr("keepdims")
+    axis, keepdims = _axis_of(op), op.get_attr("keepdims")
     return [multiply(reduce_grad(dy, x, axis, keepdims), divide(reduce_grad(y, x, axis, keepdims), x))]
 
 
@@ -141,6 +149,89 @@ ANY = op("Any", lambda x, axis=None, keepdims=False: np.any(x, axis=axis, keepdi
 ALL = op("All", lambda x, axis=None, keepdims=False: np.all(x, axis=axis, keepdims=keepdims), _infer_reduce)
 
 
+# ------------------------------------------------------------------ axes known only at run time
+# TF's reductions take the axes as an input tensor; here a static axis is an attr (the common case, which
+# shape inference and the passes understand) and an axis known only when the graph runs (a placeholder, a
+# loop variable) makes a `ReduceDynamic` op: the same kernels, the output shape inferred as far as it can be.
+
+def _is_dynamic(axis) -> bool:
+    return getattr(axis, "_is_symbolic", False) and getattr(axis, "_static_value", None) is None
+
+
+def _run_axes(axis, ndim: int, opname: str) -> tuple:
+    """The run-time axis value as sorted, non-negative, distinct axes (TF's checks)."""
+    flat = np.asarray(axis).reshape(-1)
+    out = []
+    for a in flat.tolist():
+        if not -max(ndim, 1) <= a < max(ndim, 1):
+            raise InvalidArgumentError(f"{opname}: reduction axis {a} is out of range for a tensor of rank {ndim}",
+                                       op_name=opname)
+        a = a % ndim if ndim else 0
+        if a in out:
+            raise InvalidArgumentError(f"{opname}: axis {a} appears twice in the reduction axes {flat.tolist()}",
+                                       op_name=opname)
+        out.append(a)
+    return tuple(sorted(out))
+
+
+def _dynamic_kernel(x, axis, kind, keepdims=False):
+    return _STATIC[kind].kernel(x, axis=_run_axes(axis, np.ndim(x), kind), keepdims=keepdims)
+
+
+def _infer_dynamic(specs, attrs):
+    s, a = specs[0], specs[1]
+    if not a.dtype.is_integer:
+        raise InvalidArgumentError(f"{attrs['kind']}: reduction axes must be an integer tensor, got "
+                                   f"{a.dtype.name}", op_name=attrs["kind"])
+    out_dtype = bool_ if attrs["kind"] in ("Any", "All") else s.dtype
+    if s.shape is None:
+        return [Spec(None, out_dtype)]
+    rank = len(s.shape)
+    if attrs.get("keepdims"):
+        return [Spec((None,) * rank, out_dtype)]      # which dims become 1 is known only at run time
+    if a.shape is not None and len(a.shape) <= 1 and (len(a.shape) == 0 or a.shape[0] is not None):
+        n = 1 if len(a.shape) == 0 else a.shape[0]
+        return [Spec((None,) * max(rank - n, 0), out_dtype)]
+    return [Spec(None, out_dtype)]
+
+
+def _g_dynamic(op, dy):
+    grad = _DYNAMIC_GRADS.get(op.get_attr("kind"))
+    return [None, None] if grad is None else grad(op, dy) + [None]
+
+
+REDUCE_DYNAMIC = op("ReduceDynamic", _dynamic_kernel, _infer_dynamic, _g_dynamic, attrs=("kind", "keepdims"),
+                    doc="A reduction (attr kind: Sum, Mean, Max, Min, Prod, Any, All) over axes given as an "
+                        "input tensor, known only when the graph runs.")
+
+
+def _reduce_grad_dynamic_kernel(dy, x, axis, keepdims=False, mean=False):
+    return _reduce_grad_kernel(dy, x, axis=_run_axes(axis, np.ndim(x), "ReduceGrad"), keepdims=keepdims, mean=mean)
+
+
+def _g_reduce_grad_dynamic(op, g):
+    fn = reduce_mean if op.get_attr("mean") else reduce_sum
+    return [fn(g, axis=op.inputs[2], keepdims=op.get_attr("keepdims")), None, None]
+
+
+REDUCE_GRAD_DYNAMIC = op("ReduceGradDynamic", _reduce_grad_dynamic_kernel,
+                         lambda s, a: [Spec(s[1].shape, s[0].dtype)], _g_reduce_grad_dynamic,
+                         attrs=("keepdims", "mean"),
+                         doc="ReduceGrad with the reduced axes as an input tensor.")
+
+
+def _reduce_dynamic(opdef, x, axis, keepdims, name):
+    from .math import cast
+    if axis.dtype is not int32 and axis.dtype is not int64:
+        raise InvalidArgumentError(f"{opdef.name}: reduction axes must be an integer tensor, got {axis.dtype.name}",
+                                   op_name=opdef.name)
+    if axis.shape.rank is not None and axis.shape.rank > 1:
+        raise InvalidArgumentError(f"{opdef.name}: reduction axes must be a scalar or a vector, got shape "
+                                   f"{axis.shape}", op_name=opdef.name)
+    return execute(REDUCE_DYNAMIC, (x, cast(axis, int32) if axis.dtype is int64 else axis),
+                   {"kind": opdef.name, "keepdims": bool(keepdims)}, name)
+
+
 def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
     x = convert_to_tensor(x)
     if need_bool and x.dtype is not bool_:
@@ -148,6 +239,8 @@ def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
     if not need_bool and x.dtype is bool_ and opdef is not MAX and opdef is not MIN:
         raise InvalidArgumentError(f"{opdef.name}: cannot reduce a bool tensor; cast it first",
                                    op_name=opdef.name)
+    if _is_dynamic(axis):
+        return _reduce_dynamic(opdef, x, axis, keepdims, name)
     axis_t = as_attr_tuple(axis, "axis")
     attrs = {"axis": axis_t, "keepdims": bool(keepdims)}
     rank = x.shape.rank
@@ -159,6 +252,10 @@ def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
                     op_name=opdef.name)
         attrs["axis"] = tuple(sorted(set(a % rank if rank else 0 for a in axis_t)))
     return execute(opdef, (x,), attrs, name)
+
+
+_STATIC = {o.name: o for o in (SUM, MEAN, MAX, MIN, PROD, ANY, ALL)}
+_DYNAMIC_GRADS = {"Sum": _g_sum, "Mean": _g_mean, "Max": _g_extreme, "Min": _g_extreme, "Prod": _g_prod}
 
 
 def reduce_sum(input_tensor, axis=None, keepdims=False, name=None):

@@ -30,10 +30,16 @@ EXEMPT = {
        for name in ("If", "StatelessIf", "Case", "StatelessCase", "While", "StatelessWhile")},
     "PartitionedCallGrad": "backward op of a traced function call; its gradient (nested tapes around @function "
                            "calls) is checked numerically in tests/tracing/test_higher_order.py",
+    "PartitionedCallSavedGrad": "backward op of a tape-recorded traced call, from the values its forward saved; "
+                                "second derivatives through it are checked against the eager tape in "
+                                "tests/tracing/test_tape_call_saving.py",
     "CFSavedValues": "graph-only (unpacks an If/Case op's saved values for its gradient); second and third "
                      "derivatives checked numerically in tests/graph_runtime/test_control_flow_higher_order.py",
     "WhileGrad": "graph-only gradient op of While; its own gradient (second/third derivatives through "
                  "while_loop) is checked in tests/graph_runtime/test_control_flow_higher_order.py",
+    **{name: "graph-only (eagerly the axis is a concrete value: the static-axis op); first and second "
+             "derivatives checked against the static-axis op's in tests/eager/test_reduction_dynamic_axis.py"
+       for name in ("ReduceDynamic", "ReduceGradDynamic")},
     "CFSavedStacks": "graph-only (a While op's saved values, stacked, for higher-order gradients); checked in "
                      "tests/graph_runtime/test_control_flow_higher_order.py",
 }
