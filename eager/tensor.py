@@ -72,10 +72,14 @@ class Tensor:
 
     def _python_value(self, what: str):
         if self._is_symbolic:
+            if what in ("bool", "int", "float", "complex", "index"):
+                hint = ("Use eager.cond / eager.while_loop, or let autograph convert the Python control flow "
+                        "(function(autograph=True)).")
+            else:      # an op argument that must be known when the graph is built
+                hint = f"Pass the {what} as a Python value or a constant, known when the graph is built."
             raise OperatorNotAllowedInGraphError(
                 f"Using a symbolic Tensor as a Python {what} is not allowed: the value is only known "
-                f"when the graph runs. Use eager.cond / eager.while_loop, or let autograph convert the "
-                f"Python control flow (function(autograph=True)).")
+                f"when the graph runs. {hint}")
         return self._value
 
     def __bool__(self):

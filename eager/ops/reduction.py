@@ -322,7 +322,14 @@ ARGMIN = op("ArgMin", _arg_kernel(np.argmin), _infer_arg)
 def _arg(opdef, x, axis, output_type, name):
     x = convert_to_tensor(x)
     rank = x.shape.rank
-    axis = 0 if axis is None else int(axis)
+    if _is_dynamic(axis):
+        raise InvalidArgumentError(f"{opdef.name}: the axis must be known when the graph is built (a Python int "
+                                   f"or a constant); got a tensor whose value is only known at run time",
+                                   op_name=opdef.name)
+    axes = (0,) if axis is None else as_attr_tuple(axis, "axis")       # a graph constant is known: use it
+    if len(axes) != 1:
+        raise InvalidArgumentError(f"{opdef.name}: axis must be a single int, got {list(axes)}", op_name=opdef.name)
+    axis = axes[0]
     if rank is not None and not -rank <= axis < max(rank, 1):
         raise InvalidArgumentError(f"{opdef.name}: axis {axis} is out of range for shape {x.shape}",
                                    op_name=opdef.name)

@@ -79,3 +79,13 @@ def test_bad_axes_raise_naming_the_op():
             sess.run(y, {x: X[0, :2, :3], a: [2]})
         with pytest.raises(InvalidArgumentError, match="axis 1 appears twice"):
             sess.run(y, {x: X[0, :2, :3], a: [1, -1]})
+
+
+def test_argmax_takes_a_constant_axis_and_refuses_a_run_time_one():
+    f = function(lambda x: ek.argmax(x, axis=ek.constant(1)))
+    np.testing.assert_array_equal(f(ek.constant(X[0])).numpy(), np.argmax(X[0], axis=1))
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float64", [2, 3])
+        with pytest.raises(InvalidArgumentError, match="ArgMin: the axis must be known when the graph is built"):
+            ek.argmin(x, axis=gr.placeholder("int32", []))
