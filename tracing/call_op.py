@@ -22,6 +22,9 @@ per concrete function with `graph_runtime.gradients` on the traced graph.
 The backward op `PartitionedCallGrad` is differentiable the same way (its
 plan's own `backward()`), so nested tapes around a call give second and
 higher derivatives, as differentiable as the traced graph's gradient ops.
+
+Imports `eager` and `graph_runtime` (gradients, the pipeline, `compiler.prune`,
+the control-flow VARIANT dtype).
 """
 from __future__ import annotations
 

@@ -18,7 +18,10 @@ repeated nor redrawn.
   `WhileGrad` also takes the forward loop's inputs (unused by its kernel) and
   optional per-iteration cotangents of body intermediates; its gradient
   (`while_higher.py`) rewrites it as a While op over stacked saved values, so
-  higher derivatives through while_loop work too.
+  higher derivatives through while_loop work too.  The optimizer's
+  `unused_outputs` pass may set `vjp_outputs` (`_drop_outputs`): the VJP plan
+  then computes only the capture cotangents something reads, and the others
+  hold None.
 
 Integer, bool and string values get no gradient (None).
 
