@@ -138,7 +138,8 @@ def _drop_outputs(op, used: frozenset):
     The op keeps its outputs; the dropped ones hold no value."""
     a = op._attrs
     n_dy = a["n_dy"]
-    base = a.get("vjp_outputs") or tuple(range(len(a["vjp"].outputs)))
+    base = a.get("vjp_outputs")
+    base = tuple(range(len(a["vjp"].outputs))) if base is None else base
     kept = tuple(i for i in base if i < n_dy or i in used)
     return None if kept == base else dict(a, vjp_outputs=kept)
 
