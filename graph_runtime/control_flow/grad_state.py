@@ -4,10 +4,11 @@ Graph ops are immutable, but a gradient is built after its forward op, and it
 needs values computed inside the forward op's bodies (TensorFlow rewrites the
 forward op at that point).  Here every If/Case/While op owns one `GradState`
 from creation (attr `grad_state`) and one `variant` output.  Building a
-gradient *requests* body tensors (`request(body_index, tensor) -> slot`); the
-op's kernel reads the request lists at run time and, when non-empty, compiles
-its body with those tensors as extra fetches and returns their values in the
-variant output (per iteration for a While).  Requests only ever grow, so a slot
+gradient *requests* body tensors (`request(body_index, tensor) -> slot`); when
+a plan lowers the op it reads the request lists once (see `freeze` below) and,
+when non-empty, compiles the body with those tensors as extra fetches and
+returns their values in the variant output (per iteration for a While); a
+one-off kernel call reads them when it runs.  Requests only ever grow, so a slot
 number handed to a gradient op stays valid.  Until a gradient activates the
 state (`active`), the forward op saves nothing (a 100,000-iteration loop keeps constant
 memory).
