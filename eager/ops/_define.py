@@ -64,10 +64,6 @@ def dtype_error(opname: str, dtype, allowed: str) -> InvalidArgumentError:
                                 f"values: {allowed}; cast the input with eager.cast", op_name=opname)
 
 
-def float_only_error(opname: str, dtype) -> InvalidArgumentError:
-    return dtype_error(opname, dtype, FLOAT_NAMES)
-
-
 def infer_same_numeric(opname: str):
     """`infer_same` for an arithmetic op: bool inputs are refused (NumPy would compute in int8 or float16
     while the graph inferred bool)."""
@@ -82,19 +78,9 @@ def infer_same_float(opname: str):
     """`infer_same` for an op defined on floating types only: any other input dtype is refused."""
     def infer(specs, attrs):
         if not specs[0].dtype.is_floating:
-            raise float_only_error(opname, specs[0].dtype)
+            raise dtype_error(opname, specs[0].dtype, FLOAT_NAMES)
         return [Spec(specs[0].shape, specs[0].dtype)]
     return infer
-
-
-def call_float_unary(opdef, x, name=None):
-    """`call_unary` for a floating-only op: the same refusal eagerly as in a graph (NumPy would promote)."""
-    if not isinstance(x, Tensor):
-        x = convert_to_tensor(x)
-    v = x._value                        # None for a graph tensor: the op's inference refuses it there
-    if v is not None and v.dtype.kind != "f":     # float16/32/64 (the cheap test: the eager hot path)
-        raise float_only_error(opdef.name, x.dtype)
-    return execute(opdef, (x,), EMPTY, name)
 
 
 def _check_dtypes_match(specs, opname):
@@ -147,8 +133,8 @@ def call_unary(opdef, x, name=None, attrs=EMPTY):
     if not isinstance(x, Tensor):
         x = convert_to_tensor(x)
     v = x._value
-    if v is not None and v.dtype is _NP_BOOL:     # eagerly, the op's inference decides whether bool is allowed
-        opdef.infer([Spec(v.shape, bool_)], attrs)
+    if v is not None and v.dtype.kind != "f":     # eagerly, the op's inference decides whether the dtype is
+        opdef.infer([Spec(v.shape, x.dtype)], attrs)      # allowed (floats pass every unary op: skip it)
     return execute(opdef, (x,), attrs, name)
 
 

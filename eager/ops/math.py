@@ -17,8 +17,8 @@ from ..dtypes import as_dtype, bool_, float32, float64, string
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import (EMPTY, broadcast_shapes, call_binary, call_float_unary, call_unary, infer_broadcast_bool,
-                      infer_same, infer_same_float, infer_same_numeric, make_infer_broadcast, sum_to_like)
+from ._define import (EMPTY, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool, infer_same,
+                      infer_same_float, infer_same_numeric, make_infer_broadcast, sum_to_like)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
@@ -243,27 +243,27 @@ def sign(x, name=None):
 
 
 def exp(x, name=None):
-    return call_float_unary(EXP, x, name)
+    return call_unary(EXP, x, name)
 
 
 def expm1(x, name=None):
-    return call_float_unary(EXPM1, x, name)
+    return call_unary(EXPM1, x, name)
 
 
 def log(x, name=None):
-    return call_float_unary(LOG, x, name)
+    return call_unary(LOG, x, name)
 
 
 def log1p(x, name=None):
-    return call_float_unary(LOG1P, x, name)
+    return call_unary(LOG1P, x, name)
 
 
 def sqrt(x, name=None):
-    return call_float_unary(SQRT, x, name)
+    return call_unary(SQRT, x, name)
 
 
 def rsqrt(x, name=None):
-    return call_float_unary(RSQRT, x, name)
+    return call_unary(RSQRT, x, name)
 
 
 def square(x, name=None):
@@ -275,19 +275,19 @@ def reciprocal(x, name=None):
 
 
 def sin(x, name=None):
-    return call_float_unary(SIN, x, name)
+    return call_unary(SIN, x, name)
 
 
 def cos(x, name=None):
-    return call_float_unary(COS, x, name)
+    return call_unary(COS, x, name)
 
 
 def tanh(x, name=None):
-    return call_float_unary(TANH, x, name)
+    return call_unary(TANH, x, name)
 
 
 def sigmoid(x, name=None):
-    return call_float_unary(SIGMOID, x, name)
+    return call_unary(SIGMOID, x, name)
 
 
 def round(x, name=None):  # noqa: A001 - TensorFlow's name (half to even)
@@ -295,11 +295,11 @@ def round(x, name=None):  # noqa: A001 - TensorFlow's name (half to even)
 
 
 def floor(x, name=None):
-    return call_float_unary(FLOOR, x, name)
+    return call_unary(FLOOR, x, name)
 
 
 def ceil(x, name=None):
-    return call_float_unary(CEIL, x, name)
+    return call_unary(CEIL, x, name)
 
 
 IS_NAN = op("IsNan", np.isnan, lambda s, a: [Spec(s[0].shape, bool_)], elementwise=True, numpy_ufunc=np.isnan)

@@ -96,8 +96,8 @@ def _g_elu_grad(op, g):
 
 ELU_GRAD = op("EluGrad", _elu_grad_kernel, infer_same_float("EluGrad"), _g_elu_grad, elementwise=True,
               doc="dy where y > 0 else dy * (y + 1): the gradient of Elu given its output y.")
-ELU = op("Elu", _elu_kernel, infer_same_float("Elu"), lambda op, dy: [execute(ELU_GRAD, (dy, op.outputs[0]), EMPTY)],
-         elementwise=True)
+ELU = op("Elu", _elu_kernel, infer_same_float("Elu"),
+         lambda op, dy: [execute(ELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True)
 
 
 def relu(features, name=None):
