@@ -140,7 +140,7 @@ class GraphBuilder:
             self._colocate(op)
         if attrs and (opdef.effect == "read" or opdef.effect == "write"):
             # a variable is registered under the device its first op asks for (resources.py)
-            op._attrs = bind_variables(self.resources, op._attrs, op._device, f"{opdef.name} op {op._name!r}")
+            op._attrs = bind_variables(self.resources, op._attrs, op._device)     # handles checked above
         return op
 
     def _colocate(self, op) -> None:

@@ -38,7 +38,7 @@ from .device_spec import check_scope_entry
 from .graph_def import graph_to_graph_def
 from .operation import GraphBase, GraphTensor, Operation
 from .printing import format_graph, graph_to_dot
-from .resources import ResourceManager, bind_variables
+from .resources import ResourceManager, bind_variables, check_handles
 from .verify import verify_graph
 
 name_scope = _context.name_scope
@@ -296,7 +296,8 @@ class Graph(GraphBuilder, GraphBase):
         """
         self._check_not_finalized()
         if bind and attrs and (opdef.effect == "read" or opdef.effect == "write"):
-            attrs = bind_variables(self.resources, attrs, device, f"{opdef.name} op {name!r}")
+            check_handles(self.resources, attrs, f"{opdef.name} op {name!r}")
+            attrs = bind_variables(self.resources, attrs, device)
         with self._lock:
             op = Operation(self, name, opdef, tuple(inputs), attrs, tuple(control_inputs), device,
                            len(self._ops), frames)

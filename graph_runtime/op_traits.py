@@ -80,14 +80,14 @@ def var_of(op):
     if not is_ordered(op._opdef):
         return None
     h = op._attrs.get("var")
-    return None if h is None else _resolve(op, h)
+    return None if h is None else op._graph.resources.lookup(h)
 
 
 def variables_of(op) -> list:
     """Every variable an op's attrs refer to (read or written: `var`, and e.g. an optimizer's slots)."""
     if not op._attrs or not is_ordered(op._opdef):
         return []
-    return [_resolve(op, v) for v in op._attrs.values() if type(v) is ResourceHandle]
+    return [op._graph.resources.lookup(v) for v in op._attrs.values() if type(v) is ResourceHandle]
 
 
 def written_vars(op) -> list:
@@ -95,8 +95,4 @@ def written_vars(op) -> list:
     if op._opdef.effect != "write":
         return []
     names = op._opdef.extra.get("writes", ("var",))
-    return [_resolve(op, h) for h in (op._attrs.get(n) for n in names) if type(h) is ResourceHandle]
-
-
-def _resolve(op, handle):
-    return op._graph.resources.lookup(handle) if type(handle) is ResourceHandle else handle
+    return [op._graph.resources.lookup(h) for h in (op._attrs.get(n) for n in names) if type(h) is ResourceHandle]

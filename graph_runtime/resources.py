@@ -88,16 +88,11 @@ class ResourceManager:
     def contains(self, handle: ResourceHandle) -> bool:
         return handle.name in self._tables.get(handle.device, {})
 
-    def variables(self) -> list:
-        """Every registered variable (registration order, device by device)."""
-        return [v for t in self._tables.values() for v in t.values()]
 
-
-def bind_variables(resources: ResourceManager, attrs: dict, device: str, where: str) -> dict:
-    """`attrs` with every Variable value replaced by its handle in `resources` (registering it on `device`);
-    a handle value must already be in `resources` (`check_handles`).  Returns `attrs` itself when it
-    names no variable."""
-    check_handles(resources, attrs, where)
+def bind_variables(resources: ResourceManager, attrs: dict, device: str) -> dict:
+    """`attrs` with every Variable value replaced by its handle in `resources` (registering it on `device`;
+    handle values are checked separately, `check_handles`).  Returns `attrs` itself when it names no
+    variable."""
     out = None
     for k, v in attrs.items():
         if is_variable(v):
