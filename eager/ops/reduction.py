@@ -2,7 +2,8 @@
 
 `axis` is an attribute (tuple of ints or None = all axes); negative axes are
 allowed.  An axis tensor whose value is known only when a graph runs makes a
-`ReduceDynamic` op instead (same kernels; `ReduceGradDynamic` for gradients).  Integer `reduce_mean` truncates, like TensorFlow.  `ReduceGrad(dy, x)`
+`ReduceDynamic` op instead (same kernels; `ReduceGradDynamic` for gradients).
+Integer `reduce_mean` truncates, like TensorFlow.  `ReduceGrad(dy, x)`
 expands a reduced gradient back to `x`'s shape (divided by the number of
 reduced elements for means); being a primitive with its own gradient keeps the
 reduction gradients free of dynamic-shape arithmetic.
@@ -13,7 +14,7 @@ import numpy as np
 
 from ..convert import convert_to_tensor
 from ..dispatch import execute
-from ..dtypes import bool_, int32, int64, as_dtype
+from ..dtypes import bool_, int64, as_dtype
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._define import as_attr_tuple
@@ -183,13 +184,16 @@ def _infer_dynamic(specs, attrs):
     if not a.dtype.is_integer:
         raise InvalidArgumentError(f"{attrs['kind']}: reduction axes must be an integer tensor, got "
                                    f"{a.dtype.name}", op_name=attrs["kind"])
+    if a.shape is not None and len(a.shape) > 1:
+        raise InvalidArgumentError(f"{attrs['kind']}: reduction axes must be a scalar or a vector, got shape "
+                                   f"{list(a.shape)}", op_name=attrs["kind"])
     out_dtype = bool_ if attrs["kind"] in ("Any", "All") else s.dtype
     if s.shape is None:
         return [Spec(None, out_dtype)]
     rank = len(s.shape)
     if attrs.get("keepdims"):
         return [Spec((None,) * rank, out_dtype)]      # which dims become 1 is known only at run time
-    if a.shape is not None and len(a.shape) <= 1 and (len(a.shape) == 0 or a.shape[0] is not None):
+    if a.shape is not None and (len(a.shape) == 0 or a.shape[0] is not None):
         n = 1 if len(a.shape) == 0 else a.shape[0]
         return [Spec((None,) * max(rank - n, 0), out_dtype)]
     return [Spec(None, out_dtype)]
@@ -220,18 +224,6 @@ REDUCE_GRAD_DYNAMIC = op("ReduceGradDynamic", _reduce_grad_dynamic_kernel,
                          doc="ReduceGrad with the reduced axes as an input tensor.")
 
 
-def _reduce_dynamic(opdef, x, axis, keepdims, name):
-    from .math import cast
-    if axis.dtype is not int32 and axis.dtype is not int64:
-        raise InvalidArgumentError(f"{opdef.name}: reduction axes must be an integer tensor, got {axis.dtype.name}",
-                                   op_name=opdef.name)
-    if axis.shape.rank is not None and axis.shape.rank > 1:
-        raise InvalidArgumentError(f"{opdef.name}: reduction axes must be a scalar or a vector, got shape "
-                                   f"{axis.shape}", op_name=opdef.name)
-    return execute(REDUCE_DYNAMIC, (x, cast(axis, int32) if axis.dtype is int64 else axis),
-                   {"kind": opdef.name, "keepdims": bool(keepdims)}, name)
-
-
 def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
     x = convert_to_tensor(x)
     if need_bool and x.dtype is not bool_:
@@ -239,8 +231,8 @@ def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
     if not need_bool and x.dtype is bool_ and opdef is not MAX and opdef is not MIN:
         raise InvalidArgumentError(f"{opdef.name}: cannot reduce a bool tensor; cast it first",
                                    op_name=opdef.name)
-    if _is_dynamic(axis):
-        return _reduce_dynamic(opdef, x, axis, keepdims, name)
+    if _is_dynamic(axis):         # the op's inference checks the axes tensor's dtype and rank
+        return execute(REDUCE_DYNAMIC, (x, axis), {"kind": opdef.name, "keepdims": bool(keepdims)}, name)
     axis_t = as_attr_tuple(axis, "axis")
     attrs = {"axis": axis_t, "keepdims": bool(keepdims)}
     rank = x.shape.rank

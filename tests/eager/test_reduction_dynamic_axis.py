@@ -89,3 +89,15 @@ def test_argmax_takes_a_constant_axis_and_refuses_a_run_time_one():
         x = gr.placeholder("float64", [2, 3])
         with pytest.raises(InvalidArgumentError, match="ArgMin: the axis must be known when the graph is built"):
             ek.argmin(x, axis=gr.placeholder("int32", []))
+
+
+def test_a_matrix_of_axes_is_refused_when_the_graph_is_built():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float64", [2, 3])
+        with pytest.raises(InvalidArgumentError, match=r"Sum: reduction axes must be a scalar or a vector, got "
+                                                       r"shape \[1, 1\]"):
+            ek.reduce_sum(x, axis=gr.placeholder("int32", [1, 1]))
+        y = ek.reduce_sum(x, axis=gr.placeholder("int64", []))          # any integer dtype
+    with gr.Session(graph=g) as sess:
+        np.testing.assert_allclose(sess.run(y, {y.op.inputs[1]: 1, x: X[0, :2, :3]}), X[0, :2, :3].sum(axis=1))
