@@ -49,7 +49,8 @@ _lock = threading.RLock()
 
 @dataclass(eq=False)
 class CallPlan:
-    """A compiled plan of `graph` from `xs` to `ys`, and (built on demand) the plan of its gradient.
+    """A plan of `graph` from `xs` to `ys` (`fn`, compiled on first use), and (built on demand) the plan
+    of its gradient.
 
     `backward()` adds the gradient ops to `graph` once (placeholders for the
     cotangents of `ys`, then `graph_runtime.gradients`) and returns the plan
@@ -64,9 +65,18 @@ class CallPlan:
     targets: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.fn = prepare(self.graph, list(self.xs), list(self.ys), list(self.targets), DEFAULT_CONFIG,
-                          check_feeds=False)
+        self._fn = None
         self._backward = None
+
+    @property
+    def fn(self):
+        """The compiled plan (a call that only needs `backward()` never compiles the forward)."""
+        if self._fn is None:
+            with _lock:
+                if self._fn is None:
+                    self._fn = prepare(self.graph, list(self.xs), list(self.ys), list(self.targets),
+                                       DEFAULT_CONFIG, check_feeds=False)
+        return self._fn
 
     def backward(self) -> "CallPlan":
         with _lock:
@@ -169,11 +179,9 @@ def _grad_call(entry, *dys):
     if saving is None:
         return _grad_of(info.call, entry, dys)
     n = saving.n_outputs
-    outs = entry.outputs[:n]
-    dys = [d if d is not None else ek.zeros_like(y) for d, y in zip(dys[:n], outs)]
-    grads = execute(CALL_SAVED_GRAD, tuple(entry.inputs) + (entry.outputs[n],) + tuple(dys), {"info": info})
-    grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
-    return [g if x.dtype.is_floating else None for g, x in zip(grads, entry.inputs)]
+    grads = _backward(CALL_SAVED_GRAD, list(entry.inputs) + [entry.outputs[n]], entry.outputs[:n], dys[:n],
+                      {"info": info})
+    return _floats_only(grads, entry.inputs)
 
 
 def _saved_grad_kernel(*arrays, info):
@@ -190,19 +198,26 @@ def _grad_saved_grad(entry, *ddys):
     info = entry.get_attr("info")
     k = len(info.call.xs)
     inputs = list(entry.inputs[:k]) + list(entry.inputs[k + 1:])          # without the saved values
-    ddys = [d if d is not None else ek.zeros_like(y) for d, y in zip(ddys, entry.outputs)]
-    g2 = execute(CALL_GRAD, tuple(inputs) + tuple(ddys), {"plan": info.call.backward().backward()})
-    g2 = list(g2) if isinstance(g2, (tuple, list)) else [g2]
-    g2 = g2[:k] + [None] + g2[k:]
-    return [g if x.dtype.is_floating else None for g, x in zip(g2, entry.inputs)]
+    g2 = _backward(CALL_GRAD, inputs, entry.outputs, ddys, {"plan": info.call.backward().backward()})
+    return _floats_only(g2[:k] + [None] + g2[k:], entry.inputs)
 
 
 def _grad_of(plan: CallPlan, entry, dys) -> list:
     """Gradient rule shared by PartitionedCall and PartitionedCallGrad: one more level of CallPlan."""
-    dys = [d if d is not None else ek.zeros_like(y) for d, y in zip(dys, entry.outputs)]
-    grads = execute(CALL_GRAD, tuple(entry.inputs) + tuple(dys), {"plan": plan.backward()})
-    grads = list(grads) if isinstance(grads, (tuple, list)) else [grads]
-    return [g if x.dtype.is_floating else None for g, x in zip(grads, entry.inputs)]
+    return _floats_only(_backward(CALL_GRAD, entry.inputs, entry.outputs, dys, {"plan": plan.backward()}),
+                        entry.inputs)
+
+
+def _backward(opdef, inputs, outputs, dys, attrs) -> list:
+    """Run backward op `opdef` on `inputs` and the cotangents `dys` of `outputs` (zeros where None);
+    its results as a list."""
+    dys = [d if d is not None else ek.zeros_like(y) for d, y in zip(dys, outputs)]
+    grads = execute(opdef, tuple(inputs) + tuple(dys), attrs)
+    return list(grads) if isinstance(grads, (tuple, list)) else [grads]
+
+
+def _floats_only(grads, inputs) -> list:
+    return [g if x.dtype.is_floating else None for g, x in zip(grads, inputs)]
 
 
 def _grad_kernel(*arrays, plan):
