@@ -100,17 +100,9 @@ class Program:
                                            op_name="FusedElementwise")
             shapes[slot] = None if s.shape is None else tuple(s.shape)
         shapes.update({s: v.shape for s, v in self.consts.items()})
-        seen: dict = {}       # argument shapes -> their broadcast (few distinct combinations)
+        memo: dict = {}
         for ins in self.instrs:
-            shape = shapes[ins.args[0]]
-            for a in ins.args[1:]:
-                other = shapes[a]
-                key = (shape, other)
-                hit = seen.get(key)
-                if hit is None:
-                    hit = seen[key] = broadcast_shapes(shape, other, "FusedElementwise")
-                shape = hit
-            shapes[ins.out] = shape
+            shapes[ins.out] = static_broadcast(shapes, ins.args, memo)
         return [Spec(shapes[s], dt) for s, dt in zip(self.outputs, self.out_dtypes)]
 
     def signature(self) -> tuple:
@@ -184,6 +176,19 @@ def _ufunc_out_dtype(u, dtypes: tuple) -> np.dtype:
     return hit
 
 
+def static_broadcast(shapes: dict, args, memo: dict) -> Optional[tuple]:
+    """The static broadcast shape (None dims unknown) of slots `args`, memoized per pair of shapes in
+    `memo` (a fused group has few distinct pairs)."""
+    shape = shapes[args[0]]
+    for a in args[1:]:
+        other = shapes[a]
+        hit = memo.get((shape, other))
+        if hit is None:
+            hit = memo[(shape, other)] = broadcast_shapes(shape, other, "FusedElementwise")
+        shape = hit
+    return shape
+
+
 _DTYPE_NAMES: dict = {}
 
 
@@ -233,15 +238,7 @@ class ProgramBuilder:
         return s
 
     def _shape(self, args) -> Optional[tuple]:
-        shape = self.shapes[args[0]]
-        for a in args[1:]:
-            other = self.shapes[a]
-            key = (shape, other)
-            hit = self._broadcasts.get(key)
-            if hit is None:
-                hit = self._broadcasts[key] = broadcast_shapes(shape, other, "FusedElementwise")
-            shape = hit
-        return shape
+        return static_broadcast(self.shapes, args, self._broadcasts)
 
     def ufunc(self, u, *args) -> int:
         dt = _ufunc_out_dtype(u, tuple(self.dtypes[a] for a in args))
