@@ -49,8 +49,9 @@ from ..graph_import import import_graph_def
 from ..operation import GraphTensor, Operation
 from .core import GraphPass, PassContext, PassStats, get_pass
 
-DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic", "common_subexpression",
-                    "scale_folding", "loop_invariant", "dependency", "fusion", "bodies", "memory")
+DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic",
+                    "common_subexpression", "scale_folding", "loop_invariant", "dependency", "fusion", "bodies",
+                    "memory")
 DEFAULT_MAX_ITERATIONS = 4
 
 
