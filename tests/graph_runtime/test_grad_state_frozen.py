@@ -25,6 +25,15 @@ def nested(x, w):
     return ek.reduce_sum(ek.cond(ek.reduce_sum(w) > 0, lambda: rnn(x, w) * x, lambda: x * w))
 
 
+def program_graph(program):
+    """(graph, x, w, program(x, w)) with x and w float64[3] placeholders."""
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float64", [3])
+        w = gr.placeholder("float64", [3])
+        return g, x, w, program(x, w)
+
+
 def eager_grad(program, x, w):
     xt, wt = ek.constant(x), ek.constant(w)
     with ek.GradientTape() as tape:
@@ -42,11 +51,7 @@ def _cf_ops(g):
 @pytest.mark.parametrize("trace", [False, True], ids=["plain", "full_trace"])
 @pytest.mark.parametrize("optimize", [True, False], ids=["optimized", "unoptimized"])
 def test_gradient_built_after_the_forward_ran_matches_eager(program, trace, optimize):
-    g = gr.Graph()
-    with g.as_default():
-        x = gr.placeholder("float64", [3])
-        w = gr.placeholder("float64", [3])
-        y = program(x, w)
+    g, x, w, y = program_graph(program)
     feeds = {x: X0, w: W0}
     opts = gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE) if trace else None
     sess = gr.Session(graph=g, config=gr.SessionConfig(optimize=optimize))
@@ -77,11 +82,8 @@ def test_gradient_built_after_the_forward_ran_matches_eager(program, trace, opti
 
 
 def test_gradient_before_running_needs_no_copy():
-    g = gr.Graph()
+    g, x, w, y = program_graph(rnn)
     with g.as_default():
-        x = gr.placeholder("float64", [3])
-        w = gr.placeholder("float64", [3])
-        y = rnn(x, w)
         grads = gr.gradients(y, [x, w])
     with gr.Session(graph=g) as sess:
         got = sess.run(grads, {x: X0, w: W0})
@@ -91,11 +93,7 @@ def test_gradient_before_running_needs_no_copy():
 
 
 def test_second_order_after_the_forward_ran():
-    g = gr.Graph()
-    with g.as_default():
-        x = gr.placeholder("float64", [3])
-        w = gr.placeholder("float64", [3])
-        y = rnn(x, w)
+    g, x, w, y = program_graph(rnn)
     sess = gr.Session(graph=g)
     sess.run(y, {x: X0, w: W0})
     with g.as_default():
