@@ -9,6 +9,7 @@ from . import errors, nest
 from .dtypes import (DType, as_dtype, float16, float32, float64, int8, int16, int32, int64, uint8, string,
                      bool_ as bool)  # noqa: A001 - TensorFlow's name
 from .shape import TensorShape
+from .tensor_spec import TensorSpec
 from .tensor import Tensor, TensorRef, is_tensor, is_symbolic
 from .context import executing_eagerly, name_scope, init_scope
 from .convert import constant, convert_to_tensor

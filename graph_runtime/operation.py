@@ -174,18 +174,6 @@ def _walk(f, out: list, stop_frame, above: tuple) -> tuple:
 
 
 # ------------------------------------------------------------------ tensors
-_DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
-                "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool", "string": "str"}
-
-
-def short_type(dtype, shape: TensorShape) -> str:
-    """`f32[2,?]` style description of a dtype and a static shape."""
-    d = _DTYPE_SHORT.get(dtype.name, dtype.name)
-    if shape.dims is None:
-        return f"{d}[*]"
-    return d + "[" + ",".join("?" if x is None else str(x) for x in shape.dims) + "]"
-
-
 class GraphTensor(Tensor):
     """A symbolic tensor: output `value_index` of operation `op` (value known only at run time)."""
 

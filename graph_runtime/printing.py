@@ -22,7 +22,8 @@ import numpy as np
 
 from eager.shape import TensorShape
 
-from .operation import GraphBase, attr_subgraphs, short_type
+from eager.tensor_spec import short_type
+from .operation import GraphBase, attr_subgraphs
 
 _MAX_INLINE_ELEMENTS = 6
 

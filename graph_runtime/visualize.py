@@ -25,7 +25,8 @@ import subprocess
 from typing import Optional
 
 from .device_spec import short_name
-from .operation import attr_subgraphs, short_type
+from eager.tensor_spec import short_type
+from .operation import attr_subgraphs
 
 MISSING_DOT = ("Graphviz 'dot' not found: install it with apt-get install graphviz / brew install graphviz "
                "(or write a .dot/.html file, which needs no Graphviz)")

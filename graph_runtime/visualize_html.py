@@ -32,7 +32,8 @@ import os
 from typing import Optional
 
 from .op_traits import run_targets
-from .operation import attr_subgraphs, short_type
+from eager.tensor_spec import short_type
+from .operation import attr_subgraphs
 from .printing import format_attr
 from .passes import optimize, resolve_pipeline, run_pass
 from .visualize import _FORMATS, GraphvizNotFoundError, dot_available, to_dot, _run_dot

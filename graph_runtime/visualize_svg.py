@@ -37,7 +37,8 @@ import html
 import json
 import linecache
 
-from .operation import attr_subgraphs, short_type
+from eager.tensor_spec import short_type
+from .operation import attr_subgraphs
 from .printing import format_attr
 
 EXPAND_LIMIT = 80          # graphs with at most this many ops (all bodies) start fully open

@@ -4,7 +4,7 @@
 input signature (after AutoGraph conversion) and replays it through the
 compiled executor.  Imports `autograph`, `graph_runtime` and `eager`.
 """
-from .tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 from .function import Function, RetraceWarning, function
 from .concrete import ConcreteFunction
 from .retrace_log import RetraceError, TraceRecord, no_retrace

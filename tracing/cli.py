@@ -102,7 +102,7 @@ def cmd_convert(args) -> int:
 
 def parse_specs(fn, shapes: list, dtypes: list) -> Optional[list]:
     """TensorSpecs for `fn`'s parameters from `--shape name=2,3` / `--dtype name=int32` options."""
-    from .tensor_spec import TensorSpec
+    from eager.tensor_spec import TensorSpec
     shape_of, dtype_of = {}, {}
     for item, table, what in [(s, shape_of, "--shape") for s in shapes] + [(d, dtype_of, "--dtype") for d in dtypes]:
         key, eq, value = item.partition("=")

@@ -33,7 +33,7 @@ from graph_runtime import placeholder
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
 from .retrace_log import PhaseTimes
-from .tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 
 _tape_local = _tape_state._state
 

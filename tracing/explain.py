@@ -18,7 +18,7 @@ import enum
 from dataclasses import dataclass
 
 from .signature import ArgInfo, keyed_by_value
-from .tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 
 
 @dataclass(frozen=True)

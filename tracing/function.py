@@ -20,13 +20,14 @@ import warnings
 
 import eager as ek
 from eager import context as _context
+from eager.compiler_hook import register_function_compiler
+from eager.tensor_spec import TensorSpec
 from eager.gc_pause import no_cyclic_gc
 
 from . import explain as _explain
 from .concrete import ConcreteFunction, trace_concrete
 from .retrace_log import RecentCalls, RetraceError, TraceRecord, retrace_forbidden, user_call_site
 from .signature import ArgInfo, call_key, cast_to_signature, describe
-from .tensor_spec import TensorSpec
 
 
 _context_state = _context._state
@@ -320,3 +321,7 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
     if func is not None:
         return decorate(func)
     return decorate
+
+
+# eager-level libraries (eager.data, eager.keras) compile their traced parts through this
+register_function_compiler(function)

@@ -31,7 +31,7 @@ import eager as ek
 from eager.convert import convert_to_dtype
 from eager.tensor import Tensor
 
-from .tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 
 _SCALARS = (int, float, bool, str, bytes, type(None), complex)
 

@@ -41,7 +41,7 @@ from graph_runtime.graph_import import import_graph_def
 
 from ..concrete import ConcreteFunction, FuncGraph, _compile
 from ..retrace_log import PhaseTimes
-from ..tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 from . import format as fmt
 from .format import SavedModelError
 from .restored import Loaded, RestoredConcrete, RestoredFunction, SavedInput, canonical_call

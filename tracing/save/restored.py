@@ -29,7 +29,7 @@ from eager import context as _context
 from eager import tape_state as _tape_state
 from eager.tensor import Tensor
 
-from ..tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 
 _tape_local = _tape_state._state
 

@@ -37,7 +37,7 @@ from graph_runtime.op_traits import run_targets
 
 from ..concrete import ConcreteFunction
 from ..function import Function
-from ..tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 from . import format as fmt
 
 

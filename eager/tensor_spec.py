@@ -1,15 +1,27 @@
-"""`TensorSpec`: the static description of a tensor argument (shape, dtype, name).
+"""`TensorSpec`: the static description of a tensor (shape, dtype, name).
 
-Used as cache-key entries, in `input_signature`, and by
+Used as cache-key entries and in `input_signature` by `tracing`, as the
+`element_spec` of `eager.data` datasets, and by
 `get_concrete_function(TensorSpec(...))`.  Hashable, with `is_compatible_with`
 (does a value or more specific spec fit?) and `most_specific_common_supertype`
-(for `reduce_retracing`).  Imports only `eager`.
+(for `reduce_retracing`).  `short_type` is the compact `f32[?,3]` form used in
+listings and logs.  Pure data over `dtypes` and `shape`.
 """
 from __future__ import annotations
 
-import eager as ek
-from eager.shape import TensorShape, as_shape
-from graph_runtime.operation import short_type
+from .dtypes import as_dtype, float32
+from .shape import TensorShape, as_shape
+
+_DTYPE_SHORT = {"float16": "f16", "float32": "f32", "float64": "f64", "int8": "i8", "int16": "i16",
+                "int32": "i32", "int64": "i64", "uint8": "u8", "bool": "bool", "string": "str"}
+
+
+def short_type(dtype, shape: TensorShape) -> str:
+    """`f32[2,?]` style description of a dtype and a static shape."""
+    d = _DTYPE_SHORT.get(dtype.name, dtype.name)
+    if shape.dims is None:
+        return f"{d}[*]"
+    return d + "[" + ",".join("?" if x is None else str(x) for x in shape.dims) + "]"
 
 
 class TensorSpec:
@@ -17,9 +29,9 @@ class TensorSpec:
 
     __slots__ = ("_shape", "_dtype", "_name", "_hash")
 
-    def __init__(self, shape, dtype=ek.float32, name=None):
+    def __init__(self, shape, dtype=float32, name=None):
         self._shape = as_shape(shape)
-        self._dtype = ek.as_dtype(dtype)
+        self._dtype = as_dtype(dtype)
         self._name = name
         self._hash = hash((self._shape.dims, self._dtype.name))
 
