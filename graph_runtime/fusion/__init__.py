@@ -8,7 +8,7 @@
 - `numpy_backend.py`, `numexpr_backend.py`: kernel generators.
 - `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
   compiled (per run-time shape when static shapes are unknown); thread autotuning.
-- `options.py`: process-wide settings (`options(enabled=False)` etc.).
+- `options.py`: settings (`options(enabled=False)` per thread, `set_options` process-wide).
 - `codec.py`: GraphDef encoding of the `program` attr (optimized graphs export).
 
 The graph pass itself is `graph_runtime/passes/fusion.py` (pass name "fusion").

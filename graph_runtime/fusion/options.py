@@ -1,8 +1,10 @@
-"""Process-wide fusion settings: on/off, numexpr on/off, threads, chunk size.
+"""Fusion settings: on/off, numexpr on/off, threads, chunk size.
 
-`FusionOptions` is a frozen record; `get_options()` returns the current one and
-`set_options(**changes)` replaces it (returns the previous one).  `options(...)`
-is the same as a context manager:
+`FusionOptions` is a frozen record; `get_options()` returns the one in force.
+`set_options(**changes)` replaces the process-wide default (returns the previous
+one).  `options(...)` changes them for the current thread (or asyncio task) only,
+as a context manager, so one thread's `with options(...)` never changes what
+another thread compiles:
 
     with graph_runtime.fusion.options(enabled=False):
         f = function(g)          # traced and compiled without fusion
@@ -26,6 +28,7 @@ Imports nothing from the project.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import threading
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -54,30 +57,35 @@ class FusionOptions:
 
 
 _lock = threading.Lock()
-_current = [FusionOptions()]
+_default = [FusionOptions()]
+# Set only inside `with options(...)`; None means "the process-wide default".
+_scoped: contextvars.ContextVar = contextvars.ContextVar("graphjit_fusion_options", default=None)
 
 
 def get_options() -> FusionOptions:
-    return _current[0]
+    scoped = _scoped.get()
+    return _default[0] if scoped is None else scoped
 
 
 def set_options(**changes) -> FusionOptions:
-    """Replace fields of the process-wide options; returns the previous options."""
+    """Replace fields of the process-wide default options; returns the previous default.
+
+    Inside a `with options(...)` block of this thread the block's options stay in force.
+    """
     with _lock:
-        old = _current[0]
-        _current[0] = replace(old, **changes)
+        old = _default[0]
+        _default[0] = replace(old, **changes)
     return old
 
 
 @contextlib.contextmanager
 def options(**changes):
-    """Temporarily change the process-wide fusion options (restored on exit)."""
-    old = set_options(**changes)
+    """Change the fusion options for this thread (or asyncio task) only, until the block exits."""
+    token = _scoped.set(replace(get_options(), **changes))
     try:
         yield get_options()
     finally:
-        with _lock:
-            _current[0] = old
+        _scoped.reset(token)
 
 
 def merged(overrides: Optional[dict]) -> FusionOptions:
