@@ -18,18 +18,6 @@ def _run(name, *args, timeout=120):
     return proc.stdout
 
 
-def _graph_while_loops_work() -> str:
-    """'' if eager.while_loop builds graph ops, else the reason it does not (for the skip message)."""
-    import eager as ek
-    from tracing import function
-    try:
-        f = function(lambda x: ek.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + x), (0, x))[1])
-        f(ek.constant(1.0))
-        return ""
-    except (NotImplementedError, ImportError) as e:
-        return f"eager.while_loop does not build graph ops yet ({type(e).__name__}: {e})"
-
-
 def test_tf1_session():
     out = _run("tf1_session.py", "--quick")
     assert "learned w" in out and "steps/s" in out
@@ -61,9 +49,6 @@ def test_cnn_digits():
 
 
 def test_char_rnn():
-    reason = _graph_while_loops_work()
-    if reason:
-        pytest.skip(reason)
     out = _run("char_rnn.py", "--quick", "--show-code")
     assert "ag__.for_stmt" in out                      # the Python for became a staged loop
     assert "While op(s)" in out and "sample:" in out

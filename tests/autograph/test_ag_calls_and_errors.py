@@ -138,16 +138,11 @@ def test_try_around_control_flow_warns():
     assert any("try/except around control flow" in str(m.message) for m in w)
 
 
-# --- under tracing.function (skipped until tracing and graph control flow exist)
+# --- under tracing.function
 def _traced():
-    try:
-        import eager as ek
-        from tracing import function
-        probe = function(lambda x: x + 1 if x > 0 else x - 1)
-        probe(ek.constant(1))
-        return ek, function
-    except (ImportError, NotImplementedError, AttributeError) as e:
-        pytest.skip(f"tracing.function with staged control flow not available: {e}")
+    import eager as ek
+    from tracing import function
+    return ek, function
 
 
 @pytest.mark.parametrize("fn", [cases.if_else, cases.early_return, cases.while_loop_sum,

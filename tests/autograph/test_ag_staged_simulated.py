@@ -131,9 +131,6 @@ def test_return_inside_staged_for_range(simulated_graph):  # noqa: F811
 
 
 def test_staged_list_append_is_stacked(simulated_graph):  # noqa: F811
-    if not hasattr(ek, "TensorArray"):
-        pytest.skip("eager.TensorArray not available yet")
-
     def f(n):
         out = []
         for i in range(n):
