@@ -22,7 +22,8 @@ the plan.  A register is reused once the value it holds has had its last use,
 so dead intermediates are released immediately.  `plan.line_to_step` maps
 each generated line to its step, so an exception raised by a kernel is
 attributed to its op at zero cost on the success path.  The source is
-registered with `linecache`, so tracebacks show the generated lines.
+registered with `linecache` while the plan lives (generated_source.py), so tracebacks
+show the generated lines.
 
 NumPy warnings (TensorFlow semantics: NaN and inf are values;
 eager/fp_semantics.py): a plan whose steps can make NumPy warn (`can_warn`)
@@ -50,8 +51,6 @@ Imports `numpy`, `eager` (fp_semantics, registry, variables), `op_traits` and `o
 """
 from __future__ import annotations
 
-import itertools
-import linecache
 from typing import Callable
 
 import numpy as np
@@ -60,10 +59,10 @@ from eager import fp_semantics
 from eager.registry import attr_keywords
 from eager.variables import _read_kernel
 
+from . import generated_source
 from .op_traits import has_side_effects
 from .operation import attr_subgraphs
 
-_counter = itertools.count()
 _OPERATORS = {np.add: "+", np.subtract: "-", np.multiply: "*", np.less: "<", np.less_equal: "<=",
               np.greater: ">", np.greater_equal: ">=", np.equal: "==", np.not_equal: "!="}
 _BOOL_OPERATORS = {np.logical_and: "&", np.logical_or: "|"}      # on bools only (`&` is bitwise on ints)
@@ -222,11 +221,10 @@ def build(plan, em: Emitter, signature: str, body: list, fn_name: str = "plan", 
             line_to_step[len(lines)] = si
     lines.append(f"    return {fn_name}")
     source = "\n".join(lines) + "\n"
-    filename = f"<graphjit-{fn_name}-{next(_counter)}>"
     namespace = {"_nd": np.ndarray}
-    exec(compile(source, filename, "exec"), namespace)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    filename = generated_source.load(source, fn_name, namespace)
     fn = namespace["__make"](tuple(em.values))
+    generated_source.evict_with(fn, filename)
     plan.fn = fn
     plan.source = source
     plan.line_to_step = line_to_step

@@ -12,7 +12,9 @@ from __future__ import annotations
 import os
 import sys
 import sysconfig
+import threading
 import types
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Optional
 
@@ -46,28 +48,47 @@ class Converted:
 
 
 class ConversionCache:
-    """Code object -> Converted (code objects are small and live as long as their functions).
+    """Code object -> Converted, least recently used first out past `max_entries`.
 
     Keyed on the code object *and* its file and qualified name: code objects compare by value without
     them, so the same function text at the same line of two files would share one conversion, and the
-    second would report the first one's file in staged ops' locations and tracebacks.
+    second would report the first one's file in staged ops' locations and tracebacks.  Bounded, since
+    a long-lived process that converts generated or many short-lived functions would otherwise keep
+    every code object and its conversion forever; a function evicted and called again is converted
+    again (a few milliseconds).
     """
 
-    def __init__(self):
-        self._entries: dict = {}
+    DEFAULT_MAX_ENTRIES = 4096
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
 
     @staticmethod
     def _key(code: types.CodeType):
         return code, code.co_filename, getattr(code, "co_qualname", code.co_name)
 
     def get(self, code: types.CodeType) -> Optional[Converted]:
-        return self._entries.get(self._key(code))
+        key = self._key(code)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
 
     def put(self, code: types.CodeType, entry: Converted) -> None:
-        self._entries[self._key(code)] = entry
+        with self._lock:
+            self._entries[self._key(code)] = entry
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def clear(self) -> None:
-        self._entries.clear()
+        with self._lock:
+            self._entries.clear()
 
 
 CACHE = ConversionCache()

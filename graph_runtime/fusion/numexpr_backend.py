@@ -61,7 +61,6 @@ Imports `numpy` (and `numexpr` lazily) and sibling modules.
 from __future__ import annotations
 
 import functools
-import itertools
 import re
 from dataclasses import dataclass
 import threading
@@ -69,6 +68,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from .. import generated_source
 from .numpy_backend import reroll
 from .recipes import NE_DTYPES, NE_OPAQUE, NE_TEMPLATES, dummy
 
@@ -80,7 +80,6 @@ TRANSCENDENTAL_MAX_ULP = 3  # documented bound: a transcendental call vs NumPy's
 enabled = True        # tests set this to False to exercise the NumPy-only path (with monkeypatch)
 
 _ne = None
-_counter = itertools.count()
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_WORDS = frozenset(w for t in list(NE_TEMPLATES.values()) + list(NE_OPAQUE.values())
                             for w in _NAME.findall(t))      # numexpr functions (`where`, `exp`, ...)
@@ -279,8 +278,9 @@ def build(program, shapes: dict) -> Optional[Callable]:
     lines = [f"def fused({', '.join(f'i{k}' for k in range(len(program.input_slots)))}):", "    with __lock:"]
     lines += reroll(body, "        ")
     src = "\n".join(lines) + "\n"
-    exec(compile(src, f"<graphjit-fused-numexpr-{next(_counter)}>", "exec"), ns)
+    filename = generated_source.load(src, "fused-numexpr", ns)
     fn = ns["fused"]
+    generated_source.evict_with(fn, filename)
     fn.source = f"# numexpr: {st.text()}\n" + src
     fn.expression = st.text()
     fn.stages = len(st.stages)

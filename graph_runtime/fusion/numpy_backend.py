@@ -1,6 +1,6 @@
 """NumPy kernels for fused programs: a straight-line function, or a cache-blocked chunk loop.
 
-Both generate Python source (registered with `linecache`, so tracebacks show
+Both generate Python source (in `linecache` while the kernel lives, so tracebacks show
 it) that calls the program's ufuncs with `out=` buffers.  Buffer assignment
 (`_Buffers`): a group output gets its own array up front; every other value
 reuses a buffer of the same shape and dtype whose occupant is dead (in place
@@ -51,7 +51,6 @@ Imports `numpy`, `eager.registry` and sibling modules.
 from __future__ import annotations
 
 import itertools
-import linecache
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -59,7 +58,8 @@ import numpy as np
 
 from eager.registry import attr_keywords, get
 
-_counter = itertools.count()
+from .. import generated_source
+
 _KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
 
 
@@ -93,11 +93,11 @@ def _compile(env: _Env, lines: list, entry: str, tag: str) -> tuple:
     src += ["    " + ln for ln in lines]
     src.append(f"    return {entry}")
     source = "\n".join(src) + "\n"
-    filename = f"<graphjit-fused-{tag}-{next(_counter)}>"
     ns: dict = {}
-    exec(compile(source, filename, "exec"), ns)
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    return ns["__make"](tuple(env.values)), source
+    filename = generated_source.load(source, f"fused-{tag}", ns)
+    fn = ns["__make"](tuple(env.values))
+    generated_source.evict_with(fn, filename)
+    return fn, source
 
 
 @dataclass

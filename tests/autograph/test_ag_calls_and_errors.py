@@ -154,3 +154,34 @@ def test_under_function_matches_python(fn):
     traced = function(fn)
     for x in (-3, 0, 4, 11):
         assert traced(ek.constant(x)).numpy().tolist() == fn(x)
+
+
+def test_conversion_cache_is_bounded_least_recently_used_first(tmp_path):
+    import importlib.util
+    from autograph.impl import conversion
+    cache = conversion.CACHE
+    saved = cache.max_entries
+    path = tmp_path / "six_functions.py"       # six distinct code objects, with source on disk
+    path.write_text("".join(f"def fn{k}(x):\n    if x > 0:\n        return x\n    return -x\n\n"
+                            for k in range(6)))
+    spec = importlib.util.spec_from_file_location("six_functions", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fns = [getattr(module, f"fn{k}") for k in range(6)]
+    try:
+        cache.clear()
+        cache.max_entries = 3
+        for fn in fns[:3]:
+            assert conversion.convert_code(fn).code is not None
+        conversion.convert_code(fns[0])          # a hit makes fn0 the most recently used
+        conversion.convert_code(fns[3])          # evicts fn1, the least recently used
+        assert len(cache) == 3
+        assert cache.get(fns[1].__code__) is None
+        assert all(cache.get(f.__code__) is not None for f in (fns[0], fns[2], fns[3]))
+        for fn in fns:
+            conversion.convert_code(fn)
+        assert len(cache) == 3
+        assert autograph.convert(fns[1])(-4) == 4          # an evicted function converts again, correctly
+    finally:
+        cache.max_entries = saved
+        cache.clear()
