@@ -76,6 +76,11 @@ def header(origin: gast.AST) -> dict:
     return pos
 
 
+def fill_from(node: gast.AST, base: tuple) -> None:
+    """`inherit` from an explicit (lineno, col_offset, end_lineno, end_col_offset) instead of an origin node."""
+    _fill(node, base)
+
+
 def _fill(node: gast.AST, base: tuple) -> None:
     """`base`: the nearest positioned ancestor's (lineno, col_offset, end_lineno, end_col_offset)."""
     if "lineno" in node._attributes:

@@ -21,14 +21,50 @@ is replaced:
 
 `fill_missing_positions` is `ast.fix_missing_locations` without recursion
 (`to_ast(tree, fill_positions=True)` applies it).
-Imports gast.
+
+The fast translators lean on gast internals (`gast.ast3`'s translator classes
+and their per-node methods).  They are used only for the gast versions they
+were checked against (`FAST_GAST_VERSIONS`; tests/autograph/test_ag_conversion_cost.py
+compares them with gast's public `ast_to_gast`/`gast_to_ast` on real sources).
+Otherwise (`FAST` is False, `SLOW_REASON` says why) every function here goes
+through gast's public translators, which give the same trees, more slowly.
+Imports gast and origin_info.
 """
 from __future__ import annotations
 
 import ast
+from importlib import metadata
 
 import gast
-from gast.ast3 import Ast3ToGAst, GAstToAst3
+
+from . import origin_info
+
+FAST_GAST_VERSIONS = ((0, 5), (0, 8))    # [first, last): the gast releases the fast path was checked on
+
+
+def _fast_path_problem() -> str:
+    """'' if the fast translators may be used with the installed gast, else why not."""
+    try:
+        version = tuple(int(p) for p in metadata.version("gast").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError) as e:
+        return f"gast's version is unknown ({e})"
+    low, high = FAST_GAST_VERSIONS
+    if not low <= version < high:
+        return f"gast {'.'.join(map(str, version))} is outside the checked versions [{low}, {high})"
+    try:
+        from gast import ast3
+    except ImportError as e:
+        return f"gast.ast3 is missing ({e})"
+    if not all(hasattr(ast3, n) for n in ("Ast3ToGAst", "GAstToAst3")):
+        return "gast.ast3 lacks Ast3ToGAst/GAstToAst3"
+    return ""
+
+
+SLOW_REASON = _fast_path_problem()
+if SLOW_REASON:
+    Ast3ToGAst = GAstToAst3 = object      # the fast classes below are defined but never used
+else:
+    from gast.ast3 import Ast3ToGAst, GAstToAst3
 
 _SHIM = getattr(ast.NodeVisitor, "visit_Constant", object())   # ast's deprecated visit_Num & co dispatcher
 _MISSING = object()
@@ -290,12 +326,14 @@ for _cls in (c for c in vars(ast).values() if isinstance(c, type) and issubclass
 
 def to_gast(tree: ast.AST) -> gast.AST:
     """`gast.ast_to_gast(tree)`."""
+    if not FAST:
+        return gast.ast_to_gast(tree)
     return _ToGast().visit(tree)
 
 
 def to_ast(tree: gast.AST, fill_positions: bool = False) -> ast.AST:
     """`gast.gast_to_ast(tree)`; with `fill_positions`, followed by `ast.fix_missing_locations`."""
-    out = _ToAst().visit(tree)
+    out = _ToAst().visit(tree) if FAST else gast.gast_to_ast(tree)
     if fill_positions:
         fill_missing_positions(out)
     return out
@@ -303,6 +341,8 @@ def to_ast(tree: gast.AST, fill_positions: bool = False) -> ast.AST:
 
 def to_gast_in_place(tree: ast.AST) -> gast.AST:
     """`gast.ast_to_gast(tree)`, re-typing `tree`'s nodes in place where it can (`tree` is consumed)."""
+    if not FAST:
+        return gast.ast_to_gast(tree)
     return _ToGastInPlace().visit(tree)
 
 
@@ -312,6 +352,10 @@ def to_ast_in_place(tree: gast.AST, fill_positions: bool = False, inherit_from=N
 
     `inherit_from` (a (lineno, col_offset, end_lineno, end_col_offset) tuple; implies `fill_positions`):
     first `origin_info.inherit(tree, ...)` from that position -- done in the same walk."""
+    if not FAST:
+        if inherit_from is not None:
+            origin_info.fill_from(tree, tuple(inherit_from))
+        return to_ast(tree, fill_positions or inherit_from is not None)
     if inherit_from is not None:
         return _PositionedToAst(tuple(inherit_from)).visit(tree)
     out = _ToAstInPlace().visit(tree)
@@ -367,3 +411,7 @@ def fill_missing_positions(tree: ast.AST) -> ast.AST:
         for child in reversed(children):
             push((child, lineno, col, end_lineno, end_col))
     return tree
+
+
+
+FAST = not SLOW_REASON

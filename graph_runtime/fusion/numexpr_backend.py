@@ -79,24 +79,62 @@ MAX_STAGE_DEPTH = 96       # deepest parenthesis nesting of one stage: half the 
 TRANSCENDENTAL_MAX_ULP = 3  # documented bound: a transcendental call vs NumPy's, same input (libm vs SIMD loops)
 enabled = True        # tests set this to False to exercise the NumPy-only path (with monkeypatch)
 
+# numexpr's `necompiler.NumExpr`/`getType` (compiling an expression once, to call it many times) are not
+# part of its documented API: they are used only on the releases they were checked on, and only if a
+# compiled sample computes what NumPy computes.  Otherwise `available()` is False, fused groups use the
+# NumPy backend, and `unavailable_reason()` says why.
+NUMEXPR_VERSIONS = ((2, 8), (3, 0))     # [first, last)
 _ne = None
+_reason = ""
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_WORDS = frozenset(w for t in list(NE_TEMPLATES.values()) + list(NE_OPAQUE.values())
                             for w in _NAME.findall(t))      # numexpr functions (`where`, `exp`, ...)
 
 
 def available() -> bool:
-    """Is numexpr importable (and not switched off)?"""
-    global _ne
+    """Is numexpr importable, a checked release that works as expected (and not switched off)?"""
+    global _ne, _reason
     if not enabled:
         return False
     if _ne is None:
-        try:
+        _reason = _problem()
+        if _reason:
+            _ne = False
+        else:
             from numexpr import necompiler
             _ne = necompiler
-        except Exception:  # noqa: BLE001 - numexpr is optional
-            _ne = False
     return _ne is not False
+
+
+def unavailable_reason() -> str:
+    """Why numexpr is not used ('' when it is)."""
+    available()
+    return "switched off" if not enabled else _reason
+
+
+def _problem() -> str:
+    try:
+        import numexpr
+        from numexpr import necompiler
+    except Exception as e:  # noqa: BLE001 - numexpr is optional; a broken install counts as missing
+        return f"numexpr is not importable ({type(e).__name__}: {e})"
+    try:
+        version = tuple(int(p) for p in str(numexpr.__version__).split(".")[:2])
+    except (AttributeError, ValueError):
+        return f"numexpr's version {getattr(numexpr, '__version__', None)!r} is not understood"
+    low, high = NUMEXPR_VERSIONS
+    if not low <= version < high:
+        return f"numexpr {numexpr.__version__} is outside the checked releases [{low}, {high})"
+    try:
+        a = np.array([-1.5, 0.0, 2.0], np.float32)
+        cx = necompiler.NumExpr("where(a0 > 0, a0 * 2, -a0)", [("a0", necompiler.getType(a))])
+        with getattr(necompiler, "evaluate_lock", None) or _OWN_LOCK:
+            got = cx(a, out=None, order="K", casting="safe", ex_uses_vml=False)
+    except Exception as e:  # noqa: BLE001 - the interface changed
+        return f"numexpr's compile-once interface failed ({type(e).__name__}: {e})"
+    if got.dtype != np.float32 or not np.array_equal(got, np.where(a > 0, a * 2, -a)):
+        return "numexpr's compile-once interface computed a wrong sample"
+    return ""
 
 
 _NE_DTYPES = frozenset(np.dtype(n) for n in NE_DTYPES)

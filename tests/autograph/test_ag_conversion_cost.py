@@ -330,3 +330,43 @@ def test_pipeline_skips_converters_with_nothing_to_act_on_and_declares_what_they
                       s.needs, s.adds, s.needed) for s in real])
     pipeline.run(node, transformer.Context(namer, info, "ag__", kinds=kinds))
     assert ran == ["unsupported", "directives", "call_trees", "control_flow"]    # no attribute: no `l.append`
+
+
+def test_the_installed_gast_takes_the_fast_path():
+    assert translate.FAST, translate.SLOW_REASON
+
+
+def test_an_unchecked_gast_version_falls_back_to_gasts_public_translators(monkeypatch):
+    from importlib import metadata
+    monkeypatch.setattr(metadata, "version", lambda name: "9.1.0" if name == "gast" else metadata.version(name))
+    assert "outside the checked versions" in translate._fast_path_problem()
+
+
+def test_the_public_fallback_converts_the_same_code(tmp_path, monkeypatch):
+    """With the fast translators off, conversion gives the same converted text, positions and results."""
+    import ast
+    from autograph.impl import conversion
+
+    def positions(code):   # every code object's (name, positions), nested ones included
+        out = [(code.co_name, list(code.co_positions()))]
+        for c in code.co_consts:
+            if hasattr(c, "co_positions"):
+                out += positions(c)
+        return out
+
+    fn = _load(tmp_path, 3)
+    fast_code = autograph.to_code(fn)
+    conversion.CACHE.clear()
+    fast_positions = positions(conversion.convert_code(fn).code)
+    fast_tree = translate.to_ast(translate.parse(_EVERY_KIND), fill_positions=True)
+    monkeypatch.setattr(translate, "FAST", False)
+    conversion.CACHE.clear()
+    try:
+        assert autograph.to_code(fn) == fast_code
+        assert positions(conversion.convert_code(fn).code) == fast_positions     # same tracebacks
+        converted = autograph.to_graph(fn)
+        assert converted(3.0) == fn(3.0) and converted(-1.0) == fn(-1.0)
+        slow_tree = translate.to_ast(translate.parse(_EVERY_KIND), fill_positions=True)
+        assert ast.dump(slow_tree, include_attributes=True) == ast.dump(fast_tree, include_attributes=True)
+    finally:
+        conversion.CACHE.clear()

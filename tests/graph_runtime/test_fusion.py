@@ -311,3 +311,36 @@ def test_fusion_never_reorders_writes():
         got_a1, got_out = sess.run([a1, out], {x: xv})
     np.testing.assert_allclose(got_a1, first)
     np.testing.assert_allclose(got_out, xv + xv + first + np.tanh(xv))
+
+
+def test_numexpr_outside_its_checked_releases_is_not_used_and_results_stay_right(monkeypatch):
+    """numexpr's compile-once interface is semi-private: an unchecked release falls back to NumPy kernels."""
+    import numexpr
+    if not numexpr_backend.available():
+        pytest.skip(f"numexpr not used here: {numexpr_backend.unavailable_reason()}")
+    assert numexpr_backend.unavailable_reason() == ""
+    monkeypatch.setattr(numexpr, "__version__", "3.1.0")
+    monkeypatch.setattr(numexpr_backend, "_ne", None)
+    assert not numexpr_backend.available()
+    assert "outside the checked releases" in numexpr_backend.unavailable_reason()
+    fusion.clear_caches()
+    g, x, y = _chain_graph(n=1)
+    xv = np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4)
+    ref, got, stats, plan = fused_and_reference(g, {x: xv}, [y], force="numexpr")   # gets NumPy instead
+    assert [k.strategy for k in fused_kernels(plan)] == ["numpy"]
+    np.testing.assert_array_equal(got[0], ref[0])
+    monkeypatch.setattr(numexpr_backend, "_ne", None)       # back to the real check after the test
+    fusion.clear_caches()
+
+
+def test_numexpr_whose_interface_changed_is_not_used(monkeypatch):
+    from numexpr import necompiler
+    if not numexpr_backend.available():
+        pytest.skip(f"numexpr not used here: {numexpr_backend.unavailable_reason()}")
+    monkeypatch.setattr(necompiler, "NumExpr", lambda *a, **k: (_ for _ in ()).throw(TypeError("new API")))
+    monkeypatch.setattr(numexpr_backend, "_ne", None)
+    assert not numexpr_backend.available()
+    assert "compile-once interface failed" in numexpr_backend.unavailable_reason()
+    monkeypatch.undo()
+    monkeypatch.setattr(numexpr_backend, "_ne", None)
+    assert numexpr_backend.available()
