@@ -38,4 +38,5 @@ from .tensor_array import TensorArray
 from .module import Module
 from . import optimizers
 from . import summary
+from . import data
 from . import tensor_operators as _tensor_operators  # installs +, -, [], ... on Tensor and Variable

@@ -1,0 +1,77 @@
+"""User functions of a dataset (`map`, `filter`, `reduce`, `scan`), traced once through `@function`.
+
+`StructuredFunction(fn, arg_spec, what)` compiles `fn` with the registered
+graph compiler (`eager.compiler_hook.function_compiler()`: `@function` with
+AutoGraph) and an `input_signature` made from the element spec, and traces it
+right away, as `tf.data` does when the dataset is built: the Python body runs
+once, and every element afterwards replays the compiled graph.  Inside a graph
+being built (the staged form of a dataset loop) the same compiled function is
+called on symbolic tensors and is inlined there.
+
+Arguments follow `tf.data`: an element that is exactly a `tuple` is unpacked
+into positional arguments; a dict, a namedtuple or a tensor is one argument.
+`output_spec` is the spec of the traced outputs (lists become tuples, Python
+numbers tensors).  Elements that hold datasets (`window`) cannot be traced, so
+those functions run in Python (TF builds a dataset graph there instead).
+"""
+from __future__ import annotations
+
+from .. import nest
+from ..compiler_hook import function_compiler
+from ..tensor_spec import TensorSpec
+from . import structure
+
+
+def unpack(spec_or_value) -> bool:
+    return type(spec_or_value) is tuple
+
+
+def _has_datasets(spec) -> bool:
+    return any(isinstance(s, structure.DatasetSpec) for s in nest.flatten(spec))
+
+
+class StructuredFunction:
+    """`fn` compiled for arguments of spec `arg_specs` (a tuple of per-argument specs)."""
+
+    def __init__(self, fn, arg_specs: tuple, what: str):
+        if not callable(fn):
+            raise TypeError(f"{what}: expected a callable, got {type(fn).__name__}")
+        self.python_function = fn
+        self.what = what
+        self.arg_specs = tuple(arg_specs)
+        self.traced = not _has_datasets(self.arg_specs)
+        if self.traced:
+            self.compiled = function_compiler()(fn, input_signature=list(self.arg_specs))
+            concrete = self.compiled.get_concrete_function()
+            outputs = concrete.structured_outputs
+            self.output_spec = _output_spec(outputs, what)
+        else:
+            self.compiled = fn
+            self.output_spec = None   # known after the first call
+
+    def __call__(self, *args):
+        return structure.normalize_output(self.compiled(*args), self.what)
+
+    def call_element(self, element):
+        """Call with one dataset element, unpacking a tuple into positional arguments."""
+        return self(*element) if unpack(element) else self(element)
+
+
+def _output_spec(outputs, what):
+    if isinstance(outputs, list):
+        outputs = tuple(outputs)
+
+    def leaf(x):
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return TensorSpec(x.shape, x.dtype)
+        if x is None:
+            raise TypeError(f"{what}: the function returned None; dataset functions must return tensors "
+                            f"(or tuples/dicts of them)")
+        return structure.spec_of(structure.normalize(x, what))
+    return nest.map_structure(leaf, outputs)
+
+
+def element_function(fn, element_spec, what: str) -> StructuredFunction:
+    """`fn` called per element (tuple elements unpacked into arguments)."""
+    args = element_spec if unpack(element_spec) else (element_spec,)
+    return StructuredFunction(fn, args, what)

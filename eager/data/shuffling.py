@@ -1,0 +1,69 @@
+"""Seeded buffered shuffling, shared by eager iteration and the graph's permutation op.
+
+`buffered_shuffle(items, buffer_size, rng)`: fill a buffer of `buffer_size`
+elements, then repeatedly emit a uniformly chosen buffered element and put the
+next input in its place; at the end drain the buffer in random order (the
+`tf.data` algorithm: a buffer as large as the dataset gives a uniform
+permutation, a buffer of 1 the input order).  The generator is NumPy's PCG64
+seeded with `(seed, epoch)`, so a seeded dataset gives the same order in every
+run, and pass k of a reshuffling dataset differs from pass k-1.
+
+`permutation(n, buffer_size, seed, epoch)` is the same algorithm over the
+indices 0..n-1: the kernel of the `DatasetShufflePermutation` op the graph
+lowering uses, so a staged loop sees exactly the order eager iteration gives.
+Imports `eager` modules and NumPy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import int64
+from ..registry import Spec, op
+from ..ops import random as _random
+
+_SEED_MAX = 2 ** 31 - 1
+
+
+def resolve_seed(seed):
+    """The user's seed; with none, the global seed (`eager.random.set_seed`) or a fresh random one."""
+    if seed is not None:
+        return int(seed)
+    g = _random.get_global_seed()
+    if g is not None:
+        return int(g)
+    return int(np.random.SeedSequence().generate_state(1)[0] & _SEED_MAX)
+
+
+def rng(seed: int, epoch: int) -> np.random.Generator:
+    return np.random.Generator(np.random.PCG64([int(seed) & 0xFFFFFFFF, int(epoch) & 0xFFFFFFFF]))
+
+
+def buffered_shuffle(items, buffer_size: int, gen: np.random.Generator):
+    buf: list = []
+    for x in items:
+        buf.append(x)
+        if len(buf) >= buffer_size:
+            j = int(gen.integers(len(buf)))
+            out, buf[j] = buf[j], buf[-1]
+            buf.pop()
+            yield out
+    while buf:
+        j = int(gen.integers(len(buf)))
+        out, buf[j] = buf[j], buf[-1]
+        buf.pop()
+        yield out
+
+
+def permutation(n, buffer_size, seed, epoch):
+    order = buffered_shuffle(range(int(n)), int(buffer_size), rng(int(seed), int(epoch)))
+    return np.fromiter(order, dtype=np.int64, count=int(n))
+
+
+def _infer(specs, attrs):
+    n = specs[0].value
+    return [Spec((None if n is None else int(n),), int64)]
+
+
+PERMUTATION = op("DatasetShufflePermutation", permutation, _infer, effect="none",
+                 doc="The order in which a seeded buffered shuffle (eager.data) emits the indices 0..n-1 "
+                     "(inputs n, buffer_size, seed, epoch: int64 scalars).")

@@ -1,0 +1,161 @@
+"""Background work of eager iteration: `prefetch(n)` and `map(num_parallel_calls=n)`.
+
+* `PrefetchIterator(source, n)`: one producer thread pulls from the source
+  iterator into a queue of at most `n` elements, so producing element k+1
+  overlaps with the consumer's work on element k.
+* `ParallelMapIterator(source, fn, n)`: a pool of `n` threads applies `fn`;
+  at most `2 * n` calls are in flight; results come out in input order.
+
+Errors (from the source or from `fn`) are stored at their position and raised
+by the `next()` that reaches them, with their original traceback (the user's
+line in the map function or generator).  No thread outlives its iterator:
+dropping the iterator (garbage collection) or exhausting it stops the
+producer and the pool and joins their threads (`weakref.finalize`; the threads
+never hold a reference to the iterator object itself).  Imports the standard
+library only.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import queue
+import threading
+import weakref
+from concurrent.futures import Future, ThreadPoolExecutor
+
+AUTOTUNE = -1
+_POLL = 0.05   # seconds a blocked producer waits before checking whether it must stop
+_JOIN_TIMEOUT = 10.0
+
+
+def autotuned(n) -> int:
+    """A thread count for `AUTOTUNE` (the machine's cores, at most 8) or the user's `n`."""
+    n = int(n)
+    if n == AUTOTUNE:
+        return max(1, min(os.cpu_count() or 1, 8))
+    if n < 1:
+        raise ValueError(f"num_parallel_calls must be positive or AUTOTUNE (-1), got {n}")
+    return n
+
+
+def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
+    while not stop.is_set():
+        try:
+            q.put(item, timeout=_POLL)
+            return True
+        except queue.Full:
+            continue
+    return False
+
+
+def _produce(source, q: queue.Queue, stop: threading.Event) -> None:
+    try:
+        for x in source:
+            if not _put(q, ("value", x), stop):
+                return
+        _put(q, ("end", None), stop)
+    except BaseException as e:     # delivered to the consumer's next()
+        _put(q, ("error", e), stop)
+    finally:
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
+
+
+def _stop_producer(stop: threading.Event, q: queue.Queue, thread: threading.Thread) -> None:
+    stop.set()
+    try:
+        while True:
+            q.get_nowait()
+    except queue.Empty:
+        pass
+    if thread is not threading.current_thread():
+        thread.join(_JOIN_TIMEOUT)
+
+
+class PrefetchIterator:
+    """Elements of `source`, produced ahead by one background thread (see module doc)."""
+
+    def __init__(self, source, buffer_size: int):
+        q: queue.Queue = queue.Queue(maxsize=max(1, buffer_size))
+        stop = threading.Event()
+        thread = threading.Thread(target=_produce, args=(source, q, stop), name="eager.data prefetch",
+                                  daemon=True)
+        self._queue, self._done = q, False
+        self._finalizer = weakref.finalize(self, _stop_producer, stop, q, thread)
+        thread.start()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        kind, value = self._queue.get()
+        if kind == "value":
+            return value
+        self.close()
+        if kind == "end":
+            raise StopIteration
+        raise value
+
+    def close(self) -> None:
+        self._done = True
+        self._finalizer()
+
+
+def _shutdown_pool(pool: ThreadPoolExecutor, source) -> None:
+    pool.shutdown(wait=True, cancel_futures=True)
+    close = getattr(source, "close", None)
+    if close is not None:
+        close()
+
+
+class ParallelMapIterator:
+    """`fn(element)` for the elements of `source`, computed by `n` pool threads, in order."""
+
+    def __init__(self, source, fn, num_threads: int):
+        self._source = iter(source)
+        self._fn = fn
+        self._pool = ThreadPoolExecutor(num_threads, thread_name_prefix="eager.data map")
+        self._window = 2 * num_threads
+        self._pending: collections.deque = collections.deque()
+        self._exhausted = False
+        self._finalizer = weakref.finalize(self, _shutdown_pool, self._pool, self._source)
+
+    def __iter__(self):
+        return self
+
+    def _fill(self) -> None:
+        while not self._exhausted and len(self._pending) < self._window:
+            try:
+                x = next(self._source)
+            except StopIteration:
+                self._exhausted = True
+                return
+            except BaseException as e:    # the source failed: raised when next() reaches this position
+                failed: Future = Future()
+                failed.set_exception(e)
+                self._pending.append(failed)
+                self._exhausted = True
+                return
+            self._pending.append(self._pool.submit(self._fn, x))
+
+    def __next__(self):
+        self._fill()
+        if not self._pending:
+            self.close()
+            raise StopIteration
+        fut = self._pending.popleft()
+        try:
+            value = fut.result()
+        except BaseException:
+            self.close()
+            raise
+        self._fill()
+        return value
+
+    def close(self) -> None:
+        self._exhausted = True
+        self._pending.clear()
+        self._finalizer()
