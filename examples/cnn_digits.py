@@ -1,7 +1,8 @@
 """Train a small CNN on the UCI handwritten digits (8x8 images, 10 classes) with a @function train step.
 
 The data ships with scikit-learn (`pip install 'graphjit[examples]'`); loading,
-batching and the speed measurement are shared with examples/mlp_digits.py.
+batching (an `eager.data` pipeline: shuffle, batch, prefetch) and the speed
+measurement are shared with examples/mlp_digits.py.
 The model is an `eager.Module`: conv 3x3x1x8 SAME + bias, relu, max-pool
 2x2; conv 3x3x8x16 SAME + bias, relu, max-pool 2x2; a dense layer on the
 2x2x16 features.  The train step (forward, GradientTape, Adam) is one

@@ -1,6 +1,7 @@
 """Train an MLP on the UCI handwritten digits (8x8 images, 10 classes) with a @function train step.
 
-The data ships with scikit-learn (`pip install 'graphjit[examples]'`).  The
+The data ships with scikit-learn (`pip install 'graphjit[examples]'`) and is
+fed by an `eager.data` pipeline (shuffle, batch, prefetch).  The
 model is an `eager.Module` with two dense layers; the train step (forward,
 GradientTape, Adam update) is one `@function` with an `input_signature` whose
 batch dimension is unknown, so one graph serves every batch size.  The example
@@ -88,11 +89,12 @@ def make_train_step(model, optimizer, step=None):
     return train_step
 
 
-def batches(x, y, batch, rng):
-    order = rng.permutation(len(x))
-    for i in range(0, len(x), batch):
-        idx = order[i:i + batch]
-        yield ek.constant(x[idx]), ek.constant(y[idx])
+def batches(x, y, batch, seed=0):
+    """The training batches: an eager.data pipeline, reshuffled every epoch (seeded), prefetched."""
+    return (ek.data.Dataset.from_tensor_slices((x, y))
+            .shuffle(len(x), seed=seed)
+            .batch(batch)
+            .prefetch(ek.data.AUTOTUNE))
 
 
 def accuracy(model, x, y) -> float:
@@ -127,13 +129,13 @@ def train_and_report(make_model, signature, train, test, epochs, batch, quick, l
     step = ek.Variable(0, dtype=ek.int64, trainable=False, name="step")
     train_step = function(make_train_step(model, ek.optimizers.Adam(0.01), step), input_signature=signature)
     writer = ek.summary.create_file_writer(logdir) if logdir else None
-    rng = np.random.default_rng(0)
+    train_batches = batches(x_train, y_train, batch)
     start = time.perf_counter()
     steps = 0
     with writer.as_default() if writer else contextlib.nullcontext():
         for epoch in range(1, epochs + 1):
             losses = []
-            for xb, yb in batches(x_train, y_train, batch, rng):
+            for xb, yb in train_batches:
                 losses.append(float(train_step(xb, yb)))
                 steps += 1
             acc = accuracy(model, x_test, y_test)

@@ -23,7 +23,7 @@ carries the loop's `jump_flags`); a Python `for` whose break condition becomes s
 from __future__ import annotations
 
 from .. import errors
-from . import hidden_state, staging
+from . import datasets, hidden_state, staging
 from ._tensors import is_symbolic
 
 
@@ -72,10 +72,14 @@ def _jump_decided(state: tuple, names: tuple, opts: dict) -> bool:
 
 
 def for_stmt(iterated, extra_test, body, state: tuple, names: tuple, opts=None, state_fns=None):
-    staged = staging.as_staged_iterable(iterated)
-    if staged is not None:
+    source = datasets.staged_source(iterated)
+    staged = staging.as_staged_iterable(iterated) if source is None else None
+    if source is not None or staged is not None:
         snap = hidden_state.snapshot((extra_test, body), names)
-        out = staging.staged_for(staged, extra_test, body, state, names, opts or {}, state_fns)
+        if source is not None:
+            out = datasets.staged_dataset_for(source, extra_test, body, state, names, opts or {}, state_fns)
+        else:
+            out = staging.staged_for(staged, extra_test, body, state, names, opts or {}, state_fns)
         hidden_state.check(snap)
         return out
     active = True

@@ -34,7 +34,12 @@ def _chunks(iterator, size: int, drop_remainder: bool):
 
 def stack_elements(spec, elements):
     """One batch: the elements' components stacked along a new first axis."""
-    flat = [nest.flatten(e) for e in elements]
+    if type(elements[0]) is Tensor:
+        flat = [(e,) for e in elements]
+    elif structure.is_flat_tuple(elements[0]):
+        flat = elements
+    else:
+        flat = [nest.flatten(e) for e in elements]
     out = []
     for k, parts in enumerate(zip(*flat)):
         arrays = [p._value for p in parts]
@@ -45,7 +50,9 @@ def stack_elements(spec, elements):
                                            f"First element had shape {list(first)} and element {i} had shape "
                                            f"{list(a.shape)}.")
         out.append(Tensor(np.stack(arrays)))
-    return nest.pack_sequence_as(spec, out)
+    if type(elements[0]) is Tensor:
+        return out[0]
+    return tuple(out) if type(elements[0]) is tuple else nest.pack_sequence_as(spec, out)
 
 
 def _batched_spec(spec, size, static: bool):

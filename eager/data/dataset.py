@@ -16,7 +16,6 @@ from .. import nest
 from ..convert import convert_to_tensor
 from ..dtypes import int64
 from ..errors import OutOfRangeError
-from ..tensor_spec import TensorSpec
 from . import batching, functions, sources, structure, transforms
 from .sources import INFINITE, UNKNOWN
 

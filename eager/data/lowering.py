@@ -1,20 +1,182 @@
-"""Staged (graph) form of dataset iteration: not written yet.
+"""Staged form of a dataset inside a graph: a stream of graph ops, never unrolled.
 
-Until it is, iterating a dataset or calling `reduce` while a graph is being
-built raises NotImplementedError instead of unrolling the dataset.
+While a graph is being built (`@function`), a dataset is *lowered*: each node
+becomes a `Stream` with
+
+    init(epoch)   -> state        a flat list of tensors (iterator state)
+    invariants()  -> shapes       the static shape each state tensor keeps
+    next(state)   -> (valid, element, state)
+
+all made of ordinary graph ops (`while_loop`, `cond`, `gather`,
+`TensorArray`), so a function holding a dataset loop runs without calling
+Python per element and can be saved by `tracing.save`.  `valid` is a bool
+scalar; when it is False the element is zeros of the element spec (it is never
+used).  Random-access streams (`count()`, `get(i)`: tensor slices, ranges,
+and map/enumerate/zip over them) give the shuffle its permutation.  Element
+order and values are those of eager iteration: map and filter apply the
+dataset's own traced functions (inlined), a shuffle uses the
+`DatasetShufflePermutation` op (the eager algorithm, seeded by
+`(seed, epoch)`; a staged loop starts at epoch 0 and `repeat` advances it),
+and `cache` replays epoch 0 of its input.
+
+The node -> stream table is in `lowering_streams.py`; sources whose elements
+only Python can make (`from_generator`) are refused there with the reason.
+`GraphIterator` is `iter(ds)` inside a graph; `staged_reduce` is
+`Dataset.reduce` there.  AutoGraph's dataset `for` loop builds on `stream_of`.
 """
 from __future__ import annotations
 
+import eager as ek
 
-def _refuse(what):
-    raise NotImplementedError(f"{what} inside a graph (@function) is not staged yet; iterate the dataset "
-                              f"eagerly and pass its elements to the function")
+from .. import nest
+from ..dispatch import execute
+from ..dtypes import int64
+from ..errors import OutOfRangeError
+from ..registry import Spec, op
+from . import functions, structure
+
+SCALAR = ek.TensorShape([])
 
 
-def staged_reduce(dataset, initial_state, reduce_func):
-    _refuse("Dataset.reduce")
+def flat(x) -> list:
+    return nest.flatten(x)
+
+
+def spec_shapes(spec) -> list:
+    return [s.shape for s in flat(spec)]
+
+
+def when(pred, fn, spec, *fallback):
+    """`fn()` (a tuple `(element, *rest)`) if `pred`, else (zeros of `spec`, *fallback): one cond op."""
+    n_elem = len(flat(spec))
+
+    def yes():
+        out = fn()
+        return tuple(flat(out[0])) + tuple(out[1:])
+
+    def no():
+        return tuple(flat(structure.zeros_for(spec))) + tuple(fallback)
+    result = ek.cond(pred, yes, no)
+    result = list(result) if isinstance(result, (list, tuple)) else [result]
+    return (nest.pack_sequence_as(spec, result[:n_elem]),) + tuple(result[n_elem:])
+
+
+def loop(cond_fn, body_fn, values: list, shapes: list) -> list:
+    """`while_loop` over a flat list of tensors with the given shape invariants."""
+    out = ek.while_loop(cond_fn, body_fn, tuple(values), shape_invariants=list(shapes))
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def relaxed(element, spec):
+    """`element` with the static shapes of `spec` where they are known (after a stack or a cond)."""
+    def fix(t, s):
+        dims = s.shape.dims
+        if dims is None or t.shape.dims == tuple(dims) or None not in dims and t.shape.is_fully_defined():
+            return t
+        if sum(d is None for d in dims) <= 1:
+            return ek.reshape(t, [-1 if d is None else d for d in dims])
+        return t
+    return nest.pack_sequence_as(spec, [fix(t, s) for t, s in zip(flat(element), flat(spec))])
+
+
+class Stream:
+    """A lowered node (see module doc).  Random-access streams also define `count()` and `get(i)`."""
+
+    random_access = False
+
+    def __init__(self, spec):
+        self.spec = spec
+
+    def static_count(self):
+        """The element count if known when the graph is built (random-access streams), else None."""
+        return None
+
+    def init(self, epoch):
+        return [ek.constant(0, int64)]
+
+    def invariants(self):
+        return [SCALAR]
+
+    def next(self, state):
+        i = state[0]
+        n = self.count()
+        valid = i < n
+        static = self.static_count()
+        if static is not None and static > 0:
+            element = self.get(ek.minimum(i, n - 1))
+        else:
+            (element,) = when(valid, lambda: (self.get(i),), self.spec)
+        return valid, element, [i + 1]
+
+
+def _check_end(valid):
+    if not bool(valid):
+        raise OutOfRangeError("End of sequence")
+    return valid
+
+
+def _infer_check_end(specs, attrs):
+    return [Spec((), ek.bool)]
+
+
+CHECK_END = op("IteratorCheckNotEnd", _check_end, _infer_check_end, effect="write",
+               doc="Raises OutOfRangeError('End of sequence') when its input is False (next() on an "
+                   "exhausted dataset iterator inside a graph).")
+
+
+def stream_of(dataset) -> Stream:
+    from .lowering_streams import lower
+    return lower(dataset._node)
 
 
 class GraphIterator:
+    """`iter(ds)` inside a graph: `next(it)` adds the ops for one element (OutOfRangeError at the end)."""
+
     def __init__(self, dataset):
-        _refuse("iterating a Dataset")
+        self.element_spec = dataset.element_spec
+        self._stream = stream_of(dataset)
+        self._state = self._stream.init(ek.constant(0, int64))
+
+    def __iter__(self):
+        return self
+
+    def get_next(self):
+        valid, element, self._state = self._stream.next(self._state)
+        execute(CHECK_END, (valid,), {}, None)     # stateful: runs in program order, before later effects
+        return element
+
+    __next__ = get_next
+
+
+def staged_reduce(dataset, initial_state, reduce_func):
+    """`Dataset.reduce` inside a graph: one while loop over the stream."""
+    stream = stream_of(dataset)
+    state = structure.normalize(initial_state, "reduce initial_state")
+    state_spec = structure.spec_of(state)
+    fn = functions.StructuredFunction(reduce_func, (state_spec, dataset.element_spec), "reduce")
+    out_spec = fn.output_spec
+    relaxed_spec = structure.relax(state_spec, out_spec)
+    if relaxed_spec is None:
+        raise TypeError(f"reduce: the new state {structure.describe(out_spec)} does not match the initial "
+                        f"state {structure.describe(state_spec)}")
+    if relaxed_spec != state_spec:
+        fn = functions.StructuredFunction(reduce_func, (relaxed_spec, dataset.element_spec), "reduce")
+    s0 = stream.init(ek.constant(0, int64))
+    v0, e0, s0 = stream.next(s0)
+    n_e, n_s, n_r = len(flat(e0)), len(s0), len(flat(state))
+
+    def split(vals):
+        e = nest.pack_sequence_as(dataset.element_spec, list(vals[1:1 + n_e]))
+        s = list(vals[1 + n_e:1 + n_e + n_s])
+        r = nest.pack_sequence_as(state_spec, list(vals[1 + n_e + n_s:]))
+        return vals[0], e, s, r
+
+    def body(*vals):
+        _, e, s, r = split(vals)
+        r = fn(r, e)
+        v, e, s = stream.next(s)
+        return tuple([v] + flat(e) + list(s) + flat(r))
+
+    shapes = [SCALAR] + spec_shapes(dataset.element_spec) + stream.invariants() + spec_shapes(relaxed_spec)
+    out = loop(lambda *vals: vals[0], body, [v0] + flat(e0) + list(s0) + flat(state), shapes)
+    return split(out)[3]

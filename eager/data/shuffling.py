@@ -40,18 +40,25 @@ def rng(seed: int, epoch: int) -> np.random.Generator:
 
 def buffered_shuffle(items, buffer_size: int, gen: np.random.Generator):
     buf: list = []
+    draws = _uniforms(gen)
     for x in items:
         buf.append(x)
         if len(buf) >= buffer_size:
-            j = int(gen.integers(len(buf)))
+            j = int(next(draws) * len(buf))
             out, buf[j] = buf[j], buf[-1]
             buf.pop()
             yield out
     while buf:
-        j = int(gen.integers(len(buf)))
+        j = int(next(draws) * len(buf))
         out, buf[j] = buf[j], buf[-1]
         buf.pop()
         yield out
+
+
+def _uniforms(gen: np.random.Generator, block: int = 1024):
+    """Uniform [0, 1) draws, generated in blocks (one NumPy call per block, not per element)."""
+    while True:
+        yield from gen.random(block).tolist()
 
 
 def permutation(n, buffer_size, seed, epoch):

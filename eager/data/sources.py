@@ -54,11 +54,16 @@ class TensorSlices:
 
     def iterate(self):
         arrays = [_eager_array(c) for c in self.components]
-        single = len(arrays) == 1 and not nest.is_nested(self.structure)
-        for i in range(arrays[0].shape[0]):
-            if single:
-                yield Tensor(np.array(arrays[0][i]))
-            else:
+        n = arrays[0].shape[0]
+        if not nest.is_nested(self.structure):
+            a = arrays[0]
+            for i in range(n):
+                yield Tensor(np.array(a[i]))
+        elif structure.is_flat_tuple(self.structure):
+            for i in range(n):
+                yield tuple([Tensor(np.array(a[i])) for a in arrays])
+        else:
+            for i in range(n):
                 yield nest.pack_sequence_as(self.structure, [Tensor(np.array(a[i])) for a in arrays])
 
     def cardinality(self):

@@ -67,8 +67,15 @@ def normalize(value, what: str = "element"):
     return convert_to_tensor(value)
 
 
+def is_flat_tuple(x) -> bool:
+    """A plain tuple whose items are all tensors (the common element: no packing needed)."""
+    return type(x) is tuple and all(type(v) is Tensor for v in x)
+
+
 def normalize_output(value, what: str):
     """A function's result as an element: a top-level list becomes a tuple (as `tf.data` does)."""
+    if type(value) is Tensor or is_flat_tuple(value):
+        return value
     if isinstance(value, list):
         value = tuple(value)
     return normalize(value, what)

@@ -1,0 +1,232 @@
+"""Datasets inside @function: staged `for` loops (never unrolled), iter/next, reduce, save; same values as eagerly."""
+import numpy as np
+import pytest
+
+import eager as ek
+import tracing
+from eager.data import Dataset
+from tracing import function
+
+# the pipelines below are lambdas sharing lines; AutoGraph says it cannot convert them (they need no conversion)
+pytestmark = pytest.mark.filterwarnings("ignore:autograph could not convert")
+
+
+def eager_values(ds):
+    return [np.asarray(x).tolist() for x in ds.as_numpy_iterator()]
+
+
+def staged_values(make):
+    """The elements of `make()` (scalars) collected by a staged loop inside @function."""
+    @function
+    def collect():
+        out = []
+        for x in make():
+            out.append(x)
+        return out
+    return collect().numpy().tolist()
+
+
+PIPELINES = {
+    "range": lambda: Dataset.range(2, 12, 3),
+    "slices": lambda: Dataset.from_tensor_slices(np.array([5, 3, 9, 1], np.int64)),
+    "map": lambda: Dataset.range(6).map(lambda x: x * x + 1),
+    "filter": lambda: Dataset.range(10).filter(lambda x: x % 3 == 0),
+    "map_filter_map": lambda: Dataset.range(10).map(lambda x: x * 2).filter(lambda x: x > 6).map(lambda x: x - 1),
+    "take_skip": lambda: Dataset.range(10).skip(2).take(5),
+    "repeat": lambda: Dataset.range(3).repeat(3),
+    "repeat_take": lambda: Dataset.range(3).repeat().take(7),
+    "shuffle": lambda: Dataset.range(20).shuffle(8, seed=4),
+    "shuffle_repeat": lambda: Dataset.range(6).shuffle(6, seed=2).repeat(3),
+    "shuffle_cache_repeat": lambda: Dataset.range(6).shuffle(6, seed=2).cache().repeat(2),
+    "filter_repeat": lambda: Dataset.range(5).filter(lambda x: x > 2).repeat(2),
+    "zip_sum": lambda: Dataset.zip(Dataset.range(4), Dataset.range(10, 20).filter(lambda x: x % 2 == 0))
+                              .map(lambda a, b: a + b),
+    "enumerate": lambda: Dataset.range(3, 6).enumerate(start=1).map(lambda i, x: i * 100 + x),
+    "concatenate": lambda: Dataset.range(3).concatenate(Dataset.range(7, 9).filter(lambda x: x > 7)),
+    "shard": lambda: Dataset.range(10).shard(3, 1),
+    "scan": lambda: Dataset.range(5).scan(ek.constant(0, ek.int64), lambda s, x: (s + x, s * 10)),
+    "take_while": lambda: Dataset.range(10).take_while(lambda x: x < 4),
+    "batch_unbatched_sum": lambda: Dataset.range(7).batch(3).map(lambda b: ek.reduce_sum(b)),
+    "batch_drop": lambda: Dataset.range(7).batch(3, drop_remainder=True).map(lambda b: ek.reduce_max(b)),
+    "from_tensors": lambda: Dataset.from_tensors(ek.constant(4, ek.int64)).repeat(2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_staged_loop_gives_the_eager_elements(name):
+    make = PIPELINES[name]
+    assert staged_values(make) == eager_values(make())
+
+
+def test_expected_values_written_out():
+    assert staged_values(PIPELINES["map_filter_map"]) == [7, 9, 11, 13, 15, 17]
+    assert staged_values(PIPELINES["batch_unbatched_sum"]) == [3, 12, 6]
+    assert staged_values(PIPELINES["zip_sum"]) == [10, 13, 16, 19]
+    assert staged_values(PIPELINES["scan"]) == [0, 0, 10, 30, 60]
+
+
+def test_batches_of_structures_in_a_staged_loop():
+    ds = Dataset.from_tensor_slices({"x": np.arange(10, dtype=np.float32).reshape(5, 2),
+                                     "y": np.array([0, 1, 0, 1, 1], np.int32)}).batch(2)
+
+    @function
+    def f():
+        total, rows = ek.constant(0.0), ek.constant(0)
+        for b in ds:
+            total += ek.reduce_sum(b["x"]) * ek.cast(ek.reduce_sum(b["y"]) + 1, ek.float32)
+            rows += ek.shape(b["x"])[0]
+        return total, rows
+    total, rows = f()
+    assert float(total) == (1 + 5) * 2 + (9 + 13) * 2 + 17 * 2 and int(rows) == 5
+
+
+def test_break_continue_return_and_variables():
+    v = ek.Variable(ek.constant(0, ek.int64))
+
+    @function
+    def f(limit):
+        s = ek.constant(0, ek.int64)
+        for x in Dataset.range(100).map(lambda x: x * 2):
+            if x % 4 == 0:
+                continue
+            if x > limit:
+                break
+            v.assign_add(x)
+            s += x
+        return s
+
+    assert int(f(ek.constant(20, ek.int64))) == 2 + 6 + 10 + 14 + 18
+    assert int(v) == 50
+
+    @function
+    def first_over(limit):
+        for x in Dataset.range(10):
+            if x * x > limit:
+                return x
+        return ek.constant(-1, ek.int64)
+    assert int(first_over(ek.constant(20, ek.int64))) == 5
+    assert int(first_over(ek.constant(200, ek.int64))) == -1
+
+
+def test_loop_is_traced_once_and_never_unrolled():
+    calls = []
+
+    def square(x):
+        calls.append(1)
+        return x * x
+
+    def graph_size(n):
+        @function
+        def f():
+            s = ek.constant(0, ek.int64)
+            for x in Dataset.range(n).map(square).batch(4):
+                s += ek.reduce_sum(x)
+            return s
+        assert int(f()) == sum(i * i for i in range(n))
+        return len(f.get_concrete_function().graph.get_operations())
+    small = graph_size(10)
+    traced_for_small = len(calls)
+    assert graph_size(1000) == small
+    assert len(calls) == 2 * traced_for_small     # the Python body runs per trace, never per element
+
+
+def test_iter_and_next_inside_a_function():
+    @function
+    def f():
+        it = iter(Dataset.range(10).filter(lambda x: x % 2 == 1))
+        a = next(it)
+        b = next(it)
+        s = ek.constant(0, ek.int64)
+        for x in it:                # the rest of the iterator: 5, 7, 9
+            s += x
+        return a, b, s
+    a, b, s = f()
+    assert (int(a), int(b), int(s)) == (1, 3, 21)
+
+    @function
+    def too_far():
+        it = iter(Dataset.range(1))
+        next(it)
+        return next(it)
+    with pytest.raises(ek.errors.OutOfRangeError, match="End of sequence"):
+        too_far()
+
+
+def test_iterator_resumes_after_a_break():
+    @function
+    def f():
+        it = iter(Dataset.range(10))
+        for x in it:
+            if x >= 3:
+                break
+        return next(it)
+    assert int(f()) == 4
+
+
+def test_dataset_built_from_function_arguments():
+    @function
+    def mean_of_batches(x, y):
+        total = ek.constant(0.0)
+        n = ek.constant(0.0)
+        for a, b in Dataset.from_tensor_slices((x, y)).batch(3):
+            total += ek.reduce_sum(a * b)
+            n += ek.cast(ek.shape(a)[0], ek.float32)
+        return total / n
+    x = np.arange(7, dtype=np.float32)
+    assert float(mean_of_batches(ek.constant(x), ek.constant(2 * x))) == pytest.approx(float(np.mean(2 * x * x)))
+    x = np.arange(4, dtype=np.float32)
+    assert float(mean_of_batches(ek.constant(x), ek.constant(x))) == pytest.approx(float(np.mean(x * x)))
+
+
+def test_reduce_and_cardinality_inside_a_function():
+    @function
+    def f():
+        ds = Dataset.range(5).map(lambda x: x + 1)
+        return ds.reduce(ek.constant(0, ek.int64), lambda s, x: s + x), ds.cardinality()
+    total, card = f()
+    assert int(total) == 15 and int(card) == 5
+
+    @function
+    def g():
+        return len(Dataset.range(3))
+    with pytest.raises(TypeError, match="only supports `len` in eager mode"):
+        g()
+
+
+def test_generator_datasets_are_refused_inside_a_graph_with_the_reason():
+    ds = Dataset.from_generator(lambda: iter([1, 2]), output_signature=ek.TensorSpec([], ek.int32))
+
+    @function
+    def f():
+        s = ek.constant(0)
+        for x in ds:
+            s += x
+        return s
+    with pytest.raises(NotImplementedError, match="running the Python generator"):
+        f()
+
+
+def test_a_function_with_a_dataset_loop_is_saved_and_loaded(tmp_path):
+    data = np.arange(12, dtype=np.float32).reshape(6, 2)
+
+    @function
+    def f(scale):
+        s = ek.constant(0.0)
+        for b in Dataset.from_tensor_slices(data).shuffle(6, seed=1).map(lambda r: r * 2.0).batch(4):
+            s += ek.reduce_sum(b) * scale
+        return s
+    expected = float(f(ek.constant(3.0)))
+    assert expected == pytest.approx(float(np.sum(data)) * 6.0)
+    loaded = tracing.load(tracing.save(f, str(tmp_path / "saved")))
+    assert float(loaded(ek.constant(3.0))) == pytest.approx(expected)
+
+
+def test_datasets_are_values_passed_to_functions():
+    @function
+    def total(ds):
+        s = ek.constant(0, ek.int64)
+        for x in ds:
+            s += x
+        return s
+    assert int(total(Dataset.range(4))) == 6
+    assert int(total(Dataset.range(5).map(lambda x: x * 2))) == 20
