@@ -5,7 +5,23 @@ of the same dims.  Pure data, imports nothing from the project.
 """
 from __future__ import annotations
 
+import operator
+import reprlib
 from typing import Iterable, Optional
+
+MAX_DIM = 2 ** 63 - 1        # dims are int64, as in TensorFlow's TensorShapeProto
+
+
+def brief_repr(value, limit: int = 60) -> str:
+    """repr(value) cut to `limit` characters, for error messages about bad input (a 5,000-digit int or a
+    huge list must not fill the message; repr of such an int even raises)."""
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"<an int of {value.bit_length()} bits>"
+    try:
+        r = reprlib.repr(value)
+    except Exception:  # noqa: BLE001 - any repr failure: name the type only
+        r = f"<a {type(value).__name__}>"
+    return r if len(r) <= limit else r[:limit - 3] + "..."
 
 
 class TensorShape:
@@ -25,14 +41,18 @@ class TensorShape:
                     out.append(None)
                 else:
                     try:
-                        di = int(d)
-                    except (TypeError, ValueError):
-                        raise TypeError(f"shape dimension must be an int or None, got {d!r}") from None
+                        di = operator.index(d)       # 2.5 is not a dimension (int() would make it 2)
+                    except TypeError:
+                        raise TypeError(f"shape dimension must be an int or None, got {brief_repr(d)} of type "
+                                        f"{type(d).__name__}") from None
                     if di < 0:
                         if di == -1:
                             out.append(None)
                             continue
-                        raise ValueError(f"shape dimension must be >= 0, got {di}")
+                        raise ValueError(f"shape dimension must be >= 0 (or -1 for unknown), got {di}")
+                    if di > MAX_DIM:
+                        raise ValueError(f"shape dimension must be at most 2**63 - 1 (an int64), got "
+                                         f"{brief_repr(di)}")
                     out.append(di)
             self._dims = tuple(out)
 

@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from eager.dtypes import DType, as_dtype
-from eager.shape import TensorShape
+from eager.shape import TensorShape, brief_repr
 
 
 @dataclass
@@ -133,8 +133,7 @@ def decode_attr(data, ctx: DecodeContext, where: str = "attr") -> Any:
 
 
 def _short(v) -> str:
-    r = repr(v)
-    return r if len(r) <= 60 else r[:57] + "..."
+    return brief_repr(v)
 
 
 # ------------------------------------------------------------------ built-in codecs
@@ -154,7 +153,7 @@ def _enc_array(v, ctx):
 
 def _dec_array(d, ctx):
     dt = as_dtype(d["dtype"])
-    shape = tuple(int(x) for x in d["shape"])
+    shape = TensorShape(d["shape"]).dims        # ints only (2.5 is not a dim), int64 at most
     if "strings" in d:
         flat = np.empty(len(d["strings"]), dtype=object)
         for i, s in enumerate(d["strings"]):
@@ -230,7 +229,7 @@ register_attr_codec("variable", lambda v: getattr(v, "_is_variable", False),
                     lambda v, c: c.variable_name(v), _dec_variable)
 register_attr_codec("array", (np.ndarray, np.generic), _enc_array, _dec_array)
 register_attr_codec("shape", TensorShape, lambda v, c: None if v.dims is None else list(v.dims),
-                    lambda d, c: TensorShape(None if d is None else [None if x is None else int(x) for x in d]))
+                    lambda d, c: TensorShape(d))     # refuses non-integer dims (2.5 would become 2)
 register_attr_codec("dtype", DType, lambda v, c: v.name, lambda d, c: as_dtype(d))
 register_attr_codec("float", float, lambda v, c: repr(v), lambda d, c: float(d))
 register_attr_codec("dict", dict, lambda v, c: [[encode_attr(k, c), encode_attr(x, c)] for k, x in v.items()],

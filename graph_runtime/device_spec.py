@@ -22,11 +22,13 @@ Imports nothing from the project.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
 # Device types the short form `TYPE:I` accepts (a `device:TYPE:I` part accepts any identifier).
 SHORT_FORM_TYPES = ("CPU", "GPU", "TPU")
+_JOB_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")       # TensorFlow's DeviceNameUtils rule
 _FORM = "'/job:NAME/replica:R/task:T/device:TYPE:I' (every part optional), or a short form '/cpu:1', 'GPU:0'"
 
 
@@ -70,8 +72,8 @@ class DeviceSpec:
             y = part.split(":")
             key = y[0]
             if len(y) == 2 and key == "job":
-                if not y[1]:
-                    raise _bad(spec, "empty job name")
+                if not _JOB_NAME.match(y[1]):
+                    raise _bad(spec, f"job name {y[1]!r} must be a letter followed by letters, digits or '_'")
                 job = y[1]
             elif len(y) == 2 and key == "replica":
                 replica = _int_field(spec, "replica", y[1])

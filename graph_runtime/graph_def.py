@@ -30,6 +30,7 @@ import json
 import os
 
 from eager.errors import InvalidArgumentError
+from eager.shape import brief_repr
 
 from .attr_codecs import EncodeContext, encode_attr
 
@@ -93,14 +94,27 @@ def write_graph(graph_or_graph_def, logdir: str, name: str, as_text: bool = True
 
 def read_graph(path: str) -> dict:
     """Read a GraphDef written by `write_graph` (checks it is one; full validation happens on import)."""
-    with open(path, "r", encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        raw = f.read()
     try:
-        gd = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise GraphDefError(f"{path} is not a GraphDef: invalid JSON ({e})") from None
+        gd = json.loads(raw.decode("utf-8"), parse_int=parse_json_int, parse_constant=_refuse_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:   # ValueError: also a 5,000-digit integer
+        raise GraphDefError(f"{path} is not a GraphDef: not UTF-8 JSON ({type(e).__name__}: "
+                            f"{str(e)[:120]})") from None
     check_header(gd, path)
     return gd
+
+
+def parse_json_int(text: str) -> int:
+    """`json.loads`'s parse_int: integers of at most 20 digits (64 bits); longer ones are refused before
+    Python converts them (quadratic in the length) and before any message tries to print them."""
+    if len(text) > 21:
+        raise ValueError(f"integer literal of {len(text)} characters does not fit in 64 bits")
+    return int(text)
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"non-standard JSON constant {name} (write_graph writes non-finite floats as $float)")
 
 
 def check_header(gd, where: str = "graph_def") -> None:
@@ -111,5 +125,5 @@ def check_header(gd, where: str = "graph_def") -> None:
                             f"{got}")
     v = gd.get("version")
     if type(v) is not int or not 1 <= v <= GRAPH_DEF_VERSION:
-        raise GraphDefError(f"{where}: unsupported GraphDef version {v!r}; this graphjit reads versions 1.."
+        raise GraphDefError(f"{where}: unsupported GraphDef version {brief_repr(v)}; this graphjit reads versions 1.."
                             f"{GRAPH_DEF_VERSION}")

@@ -31,10 +31,11 @@ from eager import registry
 from eager.dtypes import as_dtype
 from eager.errors import OpError
 from eager.registry import Spec
-from eager.shape import TensorShape
+from eager.shape import MAX_DIM, TensorShape, brief_repr
 from eager.tensor import Tensor
 
 from .attr_codecs import AttrCodecError, DecodeContext, decode_attr
+from .building import check_node_name
 from .device_spec import canonical
 from .graph import Graph, GraphKeys, get_default_graph
 from .graph_def import GraphDefError, check_header
@@ -68,9 +69,10 @@ def _make_variable(rec, ctx_where):
         with _context.init_scope():
             v = Variable(Tensor(np.asarray(rec["value_decoded"], dtype=dtype.np_dtype)),
                          trainable=rec["trainable"], shape=shape)
-    else:
+    else:       # a zero-strided view: an uninitialized variable holds no memory, whatever shape it declares
         with _context.scope(_DetachedContext()):
-            v = Variable(Tensor(np.zeros(dims, dtype=dtype.np_dtype)), trainable=rec["trainable"], shape=shape)
+            empty = np.broadcast_to(np.zeros((), dtype=dtype.np_dtype), dims)
+            v = Variable(Tensor(empty), trainable=rec["trainable"], shape=shape)
     v._name = rec["name"]
     return v
 
@@ -80,7 +82,7 @@ def variable_from_record(rec: dict):
     the record's value); GraphDefError when the record is malformed.  Distributed tasks make their resource
     table's variables with it (graph_runtime/distributed/worker.py)."""
     if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
-        raise GraphDefError(f"graph_def: malformed variable record {rec!r:.80}")
+        raise GraphDefError(f"graph_def: malformed variable record {brief_repr(rec, 80)}")
     try:
         if rec.get("value") is not None:
             rec = dict(rec, value_decoded=decode_attr(rec["value"], DecodeContext(), f"variable {rec['name']!r}"))
@@ -97,10 +99,14 @@ def _validate_nodes(gd):
     names = {n["name"] for n in nodes if isinstance(n, dict) and isinstance(n.get("name"), str)}
     for i, n in enumerate(nodes):
         if not isinstance(n, dict) or not isinstance(n.get("name"), str) or not isinstance(n.get("op"), str):
-            raise GraphDefError(f"graph_def: node #{i} is malformed (needs string 'name' and 'op'): {n!r:.80}")
+            raise GraphDefError(f"graph_def: node #{i} is malformed (needs string 'name' and 'op'): {brief_repr(n, 80)}")
         for key, typ in (("inputs", list), ("control_inputs", list), ("attrs", dict)):
             if not isinstance(n.get(key, typ()), typ):
                 raise GraphDefError(f"graph_def: node {n['name']!r}: {key!r} must be a {typ.__name__}")
+        try:
+            check_node_name(n["name"])
+        except ValueError as e:
+            raise GraphDefError(f"graph_def: node #{i}: {e}") from None
         if n["name"] in by_name:
             raise GraphDefError(f"graph_def: duplicate node name {n['name']!r}")
         opdef = registry.lookup(n["op"])
@@ -129,8 +135,53 @@ def _validate_nodes(gd):
             canonical(n.get("device", ""))
         except ValueError as e:
             raise GraphDefError(f"graph_def: node {n['name']!r}: {e}") from None
+        _check_location(n)
         by_name[n["name"]] = n
     return nodes, by_name
+
+
+def _check_location(n) -> None:
+    """A node's "location" is absent or [file, line, function?]: printable strings, a non-negative int line."""
+    loc = n.get("location")
+    if loc is None:
+        return
+    ok = isinstance(loc, list) and len(loc) in (2, 3) and type(loc[1]) is int and 0 <= loc[1] <= MAX_DIM and \
+        all(isinstance(s, str) and len(s) <= 4096 and s.isprintable() for s in loc[:1] + loc[2:])
+    if not ok:
+        raise GraphDefError(f"graph_def: node {n['name']!r}: 'location' must be [file, line, function] with "
+                            f"printable strings and a non-negative integer line, got {brief_repr(loc)}")
+
+
+def _check_variable_record(rec, names) -> None:
+    """Phase-1 checks of a "variables" record: a valid name, a known dtype, an int64 shape whose size
+    NumPy can represent, and an initializer that is a node of the GraphDef."""
+    where = f"graph_def: variable {rec['name']!r}"
+    try:
+        check_node_name(rec["name"])
+        as_dtype(rec.get("dtype"))
+        shape = rec.get("shape")
+        if shape is not None and not isinstance(shape, list):
+            raise ValueError(f"shape must be a list of dims or null, got {brief_repr(shape)}")
+        dims = TensorShape(shape).dims or ()
+        n = 1
+        for d in dims:
+            n *= d or 1
+        if n > MAX_DIM:
+            raise ValueError(f"shape {brief_repr(shape)} has more than 2**63 - 1 elements")
+    except (TypeError, ValueError, KeyError) as e:
+        raise GraphDefError(f"{where}: {e}") from None
+    init = rec.get("initializer")
+    if init and (not isinstance(init, str) or init not in names):
+        raise GraphDefError(f"{where}: initializer {brief_repr(init)} is not a node of the GraphDef")
+    if not isinstance(rec.get("trainable", True), bool):
+        raise GraphDefError(f"{where}: 'trainable' must be true or false")
+
+
+def _check_tensor_list(gd, what) -> list:
+    value = gd.get(what, [])
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise GraphDefError(f"graph_def: {what!r} must be a list of tensor names, got {brief_repr(value)}")
+    return value
 
 
 def _toposort(nodes, by_name, input_map):
@@ -185,6 +236,37 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name: str 
     return import_into(graph_def, input_map, return_elements, name, graph)
 
 
+MAX_BODY_NESTING = 64     # If/Case/While bodies inside bodies: deeper graphs would exhaust Python's stack
+
+
+MAX_JSON_NESTING = 100    # lists and dicts inside one graph (a GraphDef's own structure is 6 deep)
+
+
+def check_structure(gd) -> None:
+    """GraphDefError when `gd` nests bodies more than MAX_BODY_NESTING levels, or data more than
+    MAX_JSON_NESTING levels within one graph, or holds an integer beyond 64 bits.  Iterative: a 5,000-deep
+    document cannot overflow the stack here, and every recursive step after it (decoding, inference,
+    passes, compiling) is bounded; no later message or kernel meets a 5,000-digit integer."""
+    work = [(gd, 0, 0)]
+    while work:
+        obj, depth, level = work.pop()
+        if type(obj) is int and not -2 ** 63 <= obj < 2 ** 64:
+            raise GraphDefError(f"graph_def: integer {brief_repr(obj)} does not fit in 64 bits")
+        if depth > MAX_JSON_NESTING:
+            raise GraphDefError(f"graph_def: data nested more than {MAX_JSON_NESTING} levels deep "
+                                f"(graph_runtime.graph_import.MAX_JSON_NESTING)")
+        if isinstance(obj, dict):
+            if len(obj) == 1 and "$graph" in obj:
+                if level + 1 > MAX_BODY_NESTING:
+                    raise GraphDefError(f"graph_def: control-flow bodies nested more than {MAX_BODY_NESTING} "
+                                        f"levels deep (graph_runtime.graph_import.MAX_BODY_NESTING)")
+                work.append((obj["$graph"], 0, level + 1))
+            else:
+                work.extend((v, depth + 1, level) for v in obj.values())
+        elif isinstance(obj, list):
+            work.extend((v, depth + 1, level) for v in obj)
+
+
 def _decode_graph_body(gd, variables):
     g = Graph()
     import_into(gd, dict(variables), None, "", g, _body=True)
@@ -193,6 +275,8 @@ def _decode_graph_body(gd, variables):
 
 def import_into(gd, input_map, return_elements, name, graph, _body: bool = False):
     check_header(gd)
+    if not _body:
+        check_structure(gd)
     graph = graph if graph is not None else get_default_graph()
     graph._check_not_finalized()
     input_map = dict(input_map or {})
@@ -207,7 +291,8 @@ def import_into(gd, input_map, return_elements, name, graph, _body: bool = False
     variables, new_recs = {}, {}
     for rec in var_recs:
         if not isinstance(rec, dict) or not isinstance(rec.get("name"), str):
-            raise GraphDefError(f"graph_def: malformed variable record {rec!r:.80}")
+            raise GraphDefError(f"graph_def: malformed variable record {brief_repr(rec, 80)}")
+        _check_variable_record(rec, by_name)
         existing = input_map.get(rec["name"])
         if existing is not None and getattr(existing, "_is_variable", False):
             variables[rec["name"]] = existing
@@ -254,7 +339,7 @@ def import_into(gd, input_map, return_elements, name, graph, _body: bool = False
                 raise GraphDefError(f"input_map[{key!r}] has dtype {t.dtype.name}, but {key!r} has dtype "
                                     f"{specs_of[op][idx].dtype.name}")
     for what in ("inputs", "outputs"):
-        for s in gd.get(what, []):
+        for s in _check_tensor_list(gd, what):
             op, idx = _split_tensor_name(s, f"graph_def {what}")
             if op not in specs_of or idx >= len(specs_of[op]):
                 raise GraphDefError(f"graph_def: {what} entry {s!r} is not a tensor of the GraphDef")

@@ -25,6 +25,7 @@ from ..convert import constant, convert_to_tensor, holds_tensor
 from ..dtypes import int32, int64
 from ..errors import InvalidArgumentError
 from ..fp_semantics import ignoring
+from ..shape import brief_repr
 from ..tensor import Tensor
 
 EMPTY: dict = {}
@@ -63,7 +64,7 @@ def int_input(value, what: str = "axis", opname: str = "op") -> Tensor:
         if arr.size == 0 and arr.dtype.kind == "f":
             arr = arr.astype(np.int32)
         else:
-            raise TypeError(f"{opname}: {what} must be integers, got {value!r}")
+            raise TypeError(f"{opname}: {what} must be integers, got {brief_repr(value)}")
     if arr.dtype != np.int32:
         if arr.size and (arr.min() < _I32_MIN or arr.max() > _I32_MAX):
             arr = arr.astype(np.int64)

@@ -18,6 +18,7 @@ from ..dispatch import execute
 from ..dtypes import as_dtype, bool_
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
+from ..shape import brief_repr
 from ..tensor import Tensor
 
 EMPTY = {}
@@ -182,16 +183,40 @@ def call_binary(opdef, x, y, name=None, attrs=EMPTY):
     return execute(opdef, (x, y), attrs, name)
 
 
-def as_attr_tuple(value, what="shape"):
-    """A shape/axis argument as a tuple of Python ints (lists, tuples, concrete tensors)."""
+def as_attr_tuple(value, what="shape", opname=None):
+    """A shape/axis argument as a tuple of Python ints (lists, tuples, concrete tensors).
+
+    Only integers pass: `axis=1.5` or a dim of 2.5 is a TypeError (truncating would pick another axis
+    silently), an integer beyond int64 a ValueError, both naming `opname` and `what`."""
     if value is None:
         return None
     if isinstance(value, Tensor):
         static = getattr(value, "_static_value", None) if value._is_symbolic else None
         value = static if static is not None else value._python_value(what)   # a graph constant is known now
-    if isinstance(value, (int, np.integer)):
-        return (int(value),)
-    return tuple(int(v) for v in np.asarray(value).reshape(-1))
+    if type(value) is int or isinstance(value, np.integer):
+        ints = (int(value),)
+    else:
+        try:
+            arr = np.asarray(value)
+        except (TypeError, ValueError, OverflowError):
+            arr = np.asarray(value, dtype=object)     # ragged
+        kind = arr.dtype.kind
+        if kind in "iu":
+            ints = tuple(arr.reshape(-1).tolist())
+        elif kind == "f" and arr.size == 0:           # np.asarray([]) is float64
+            ints = ()
+        elif kind == "O" and all(type(v) is int or isinstance(v, np.integer) for v in arr.reshape(-1)):
+            ints = tuple(int(v) for v in arr.reshape(-1))            # ints too big for int64
+        else:
+            raise TypeError(f"{opname or 'op'}: {what} must be integers, got {brief_repr(value)}")
+    for v in ints:
+        if not -_INT64_LIMIT <= v < _INT64_LIMIT:
+            raise ValueError(f"{opname or 'op'}: {what} must be int64 values, got an integer of "
+                             f"{v.bit_length()} bits")
+    return ints
+
+
+_INT64_LIMIT = 2 ** 63
 
 
 # ---------------------------------------------------------------- broadcasting gradient

@@ -14,6 +14,7 @@ from ..dtypes import as_dtype, float32, int32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
+from ._args import int_input, static_int
 from ._define import EMPTY, as_attr_tuple, call_unary, infer_same
 
 __all__ = ["shape", "size", "rank", "reshape", "broadcast_to", "zeros", "ones", "zeros_like", "ones_like",
@@ -101,8 +102,8 @@ def _shape_input(value):
         return stack([convert_to_tensor(v, int32) if not hasattr(v, "_is_symbolic") else v for v in value])
     if hasattr(value, "_is_symbolic"):
         return value
-    arr = np.asarray(value if value is not None else [], dtype=np.int64).reshape(-1)
-    return constant(arr.astype(np.int32))
+    dims = as_attr_tuple(value if value is not None else [], "shape", "Reshape")
+    return int_input(list(dims), "shape", "Reshape")       # int32, or int64 when a dim needs it
 
 
 def reshape(tensor, shape, name=None):
@@ -155,17 +156,25 @@ def _is_dynamic_shape(shape) -> bool:
     return isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape)
 
 
+def _static_dims(shape, opname):
+    dims = as_attr_tuple(shape, "shape", opname) or ()
+    if any(d < 0 for d in dims):
+        raise InvalidArgumentError(f"{opname}: shape must not have negative dimensions, got {list(dims)}",
+                                   op_name=opname)
+    return dims
+
+
 def zeros(shape, dtype=float32, name=None):
     dt = as_dtype(dtype)
     if not _is_dynamic_shape(shape):
-        return constant(np.zeros(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
+        return constant(np.zeros(_static_dims(shape, "zeros"), dtype=dt.as_numpy_dtype), name=name)
     return fill(shape, constant(0, dt), name)
 
 
 def ones(shape, dtype=float32, name=None):
     dt = as_dtype(dtype)
     if not _is_dynamic_shape(shape):
-        return constant(np.ones(as_attr_tuple(shape) or (), dtype=dt.as_numpy_dtype), name=name)
+        return constant(np.ones(_static_dims(shape, "ones"), dtype=dt.as_numpy_dtype), name=name)
     return fill(shape, constant(1, dt), name)
 
 
@@ -232,6 +241,7 @@ PACK = op("Pack", lambda *xs, axis: _pack0(*xs) if axis == 0 else np.stack(xs, a
 
 
 def stack(values, axis=0, name=None):
+    axis = static_int(axis, "axis", "Pack")
     if axis == 0 and isinstance(values, Tensor):
         # As in TensorFlow: a tensor is already its rows stacked (this is what
         # a list appended to in a staged loop becomes after the loop).
@@ -265,6 +275,7 @@ UNPACK = op("Unpack", _unpack_kernel, _infer_unpack, lambda op, *dys: [stack(lis
 
 def unstack(value, num=None, axis=0, name=None):
     t = convert_to_tensor(value)
+    axis = static_int(axis, "axis", "Unpack")
     if num is None:
         if t.shape.rank is None or t.shape[axis] is None:
             raise ValueError(f"unstack: cannot infer num from shape {t.shape}; pass num")
@@ -302,7 +313,7 @@ SQUEEZE = op("Squeeze", _squeeze_kernel, _infer_squeeze,
 
 def squeeze(input, axis=None, name=None):
     t = convert_to_tensor(input)
-    axis_t = as_attr_tuple(axis, "axis")
+    axis_t = as_attr_tuple(axis, "axis", "Squeeze")
     _infer_squeeze([Spec(t.shape.dims, t.dtype)], {"axis": axis_t})
     return execute(SQUEEZE, (t,), {"axis": axis_t}, name)
 
@@ -322,7 +333,7 @@ EXPAND_DIMS = op("ExpandDims", lambda x, axis: np.expand_dims(x, axis), _infer_e
 def expand_dims(input, axis, name=None):
     t = convert_to_tensor(input)
     r = t.shape.rank
-    axis = int(axis)
+    axis = static_int(axis, "axis", "ExpandDims")
     if r is not None and not -(r + 1) <= axis <= r:
         raise InvalidArgumentError(f"ExpandDims: axis {axis} out of range for rank {r}", op_name="ExpandDims")
     return execute(EXPAND_DIMS, (t,), {"axis": axis}, name)

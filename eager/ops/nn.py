@@ -24,6 +24,7 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
+from ._args import static_int
 from ._define import EMPTY, infer_same, infer_same_float, is_known_zero, normalize_axis, sum_to_like
 from .array import expand_dims
 from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, minimum, multiply, negative,
@@ -177,7 +178,7 @@ LOG_SOFTMAX = op("LogSoftmax", _log_softmax_kernel, _infer_axis_op, _g_log_softm
 
 
 def _axis_attr(opname, t, axis):
-    axis = int(axis)
+    axis = static_int(axis, "axis", opname)
     r = t.shape.rank
     if r is not None:
         if r == 0:

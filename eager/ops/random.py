@@ -36,6 +36,8 @@ from ..dtypes import as_dtype, float32, int32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
+from ._args import int_input
+from ._define import as_attr_tuple
 
 __all__ = ["set_seed", "get_global_seed", "normal", "uniform", "RandomState"]
 
@@ -189,13 +191,8 @@ def _shape_arg(shape, opname):
     if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
         from .array import stack
         return stack([convert_to_tensor(d, dtype=int32) if not isinstance(d, Tensor) else d for d in shape])
-    try:
-        arr = np.asarray(() if shape is None else shape, dtype=np.int64).reshape(-1)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{opname}: shape must be a list of ints or a 1-D int tensor, got {shape!r}",
-                                   op_name=opname) from None
-    _check_size(tuple(int(d) for d in arr), opname)
-    return constant(arr.astype(np.int32), int32)
+    dims = _check_size(as_attr_tuple(() if shape is None else shape, "shape", opname), opname)
+    return int_input(list(dims), "shape", opname)         # int32, or int64 when a dim needs it
 
 
 def _float_dtype(dtype, opname):

@@ -233,7 +233,7 @@ def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
                                    op_name=opdef.name)
     if _is_dynamic(axis):         # the op's inference checks the axes tensor's dtype and rank
         return execute(REDUCE_DYNAMIC, (x, axis), {"kind": opdef.name, "keepdims": bool(keepdims)}, name)
-    axis_t = as_attr_tuple(axis, "axis")
+    axis_t = as_attr_tuple(axis, "axis", opdef.name)
     attrs = {"axis": axis_t, "keepdims": bool(keepdims)}
     rank = x.shape.rank
     if rank is not None and axis_t is not None:
@@ -287,7 +287,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     out = add(log(s), m)
     if not keepdims:
         from .array import squeeze
-        out = squeeze(out, axis=as_attr_tuple(axis) if axis is not None else None)
+        out = squeeze(out, axis=as_attr_tuple(axis, "axis", "reduce_logsumexp") if axis is not None else None)
     return out
 
 
@@ -318,7 +318,7 @@ def _arg(opdef, x, axis, output_type, name):
         raise InvalidArgumentError(f"{opdef.name}: the axis must be known when the graph is built (a Python int "
                                    f"or a constant); got a tensor whose value is only known at run time",
                                    op_name=opdef.name)
-    axes = (0,) if axis is None else as_attr_tuple(axis, "axis")       # a graph constant is known: use it
+    axes = (0,) if axis is None else as_attr_tuple(axis, "axis", opdef.name)       # a graph constant is known: use it
     if len(axes) != 1:
         raise InvalidArgumentError(f"{opdef.name}: axis must be a single int, got {list(axes)}", op_name=opdef.name)
     axis = axes[0]

@@ -21,6 +21,7 @@ import contextlib
 import io
 import json
 import os
+import reprlib
 import shutil
 import signal
 
@@ -299,3 +300,160 @@ def test_saved_function_strings_never_run(saved, tmp_path):
             for r in (rel, fmt.MANIFEST):
                 _overwrite(os.path.join(work, r), original[r])
     assert outcomes.get("refused", 0) > 100 and outcomes.get("ran", 0) > 20, outcomes
+
+
+# ------------------------------------------------------------------ malformed structure
+_EXHAUSTED = (UnicodeDecodeError, RecursionError, MemoryError)
+
+
+def _brief(value) -> str:
+    try:
+        return reprlib.repr(value)
+    except ValueError:            # repr of a 5,000-digit int raises
+        return f"<{type(value).__name__}>"
+
+
+def _deep(levels: int):
+    out = 0
+    for _ in range(levels):
+        out = [out]
+    return out
+
+
+_HUGE = 10 ** 5000
+_DEEP = _deep(5000)
+
+
+def _values(obj, path=()):
+    """(path, value) of every value of a JSON document, containers included."""
+    yield path, obj
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _values(v, path + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _values(v, path + (i,))
+
+
+def _malformations(doc):
+    """(path, bad value): one position of each kind (`_kind`), given values of the wrong type or size:
+    a non-integer, a 5,000-digit integer, a negative or boolean integer, a scalar where a list belongs
+    (`inputs: 5`), a 5,000-deep list, a string where a number or a list belongs, and a dict."""
+    seen = set()
+    for path, value in _values(doc):
+        if not path:
+            continue
+        kind = _kind(doc, path, "value")
+        if kind in seen:
+            continue
+        seen.add(kind)
+        if type(value) is int:
+            bad = [value + 0.5, _HUGE, -1 - value, True, "7"]
+        elif type(value) is float:
+            bad = [_HUGE, "nan"]
+        elif isinstance(value, list):
+            bad = [5, _DEEP, [_HUGE] * max(len(value), 1), ["x\n'\""] * max(len(value), 1)]
+        elif isinstance(value, dict):
+            bad = [5, [value]]
+        elif isinstance(value, str):
+            bad = [5, None, ["x"], "\udcff"]
+        else:
+            bad = [5, "x"]
+        for b in bad:
+            yield path, b
+
+
+def _with(doc, path, value):
+    doc = json.loads(json.dumps(doc))
+    parent = doc
+    for p in path[:-1]:
+        parent = parent[p]
+    parent[path[-1]] = value
+    return doc
+
+
+def test_malformed_graph_defs_raise_only_graph_def_error():
+    """Wrong types and sizes anywhere in a GraphDef: import refuses with GraphDefError (never a raw
+    TypeError, KeyError, RecursionError or MemoryError), and nothing is left in the target graph."""
+    gd = _graph_def()
+    gd["variables"].append({"name": "big", "dtype": "float32", "shape": [10 ** 6, 10 ** 6], "trainable": True,
+                            "initializer": None})       # declared, never allocated: import takes no memory
+    raw, n = [], 0
+    for path, bad in _malformations(gd):
+        n += 1
+        g = gr.Graph()
+        with g.as_default(), _deadline(20, lambda: f"{_brief(bad)} at {path}"):
+            keep = gr.placeholder(ek.float32, [1], name="keep")
+            try:
+                gr.import_graph_def(_with(gd, path, bad), name="")
+            except GraphDefError:
+                assert [o.name for o in g.get_operations()] == [keep.op.name], path      # nothing half-added
+            except Exception as e:  # noqa: BLE001 - reported below
+                raw.append((path, _brief(bad), f"{type(e).__name__}: {str(e)[:100]}"))
+    assert not raw, raw[:5]
+    assert n > 300, n
+
+
+def test_malformed_graph_def_files_raise_only_graph_def_error(tmp_path):
+    """read_graph: non-UTF-8 bytes, 5,000-deep nesting and a 5,000-digit integer in the file."""
+    head = b'{"format": "graphjit.GraphDef", "version": 1, "nodes": [], '
+    for i, body in enumerate([b'"x": "\xff\xfe"}', b'"x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+                              b'"x": ' + b"9" * 5000 + b"}", b'"x": NaN}']):
+        p = tmp_path / f"g{i}.json"
+        p.write_bytes(head + body)
+        with pytest.raises(GraphDefError, match="not a GraphDef"):
+            gr.read_graph(str(p))
+
+
+def _dumps_with(doc, path, bad) -> bytes:
+    """The JSON text of `doc` with `bad` at `path` (json.dumps can print neither a 5,000-digit int nor a
+    5,000-deep list: their text is put in directly)."""
+    texts = {id(_HUGE): "9" * 5000, id(_DEEP): "[" * 5000 + "0" + "]" * 5000}
+    if isinstance(bad, list) and bad and id(bad[0]) in texts:
+        marked, text = ["\x00bad"] * len(bad), texts[id(bad[0])]
+    elif id(bad) in texts:
+        marked, text = "\x00bad", texts[id(bad)]
+    else:
+        return json.dumps(_with(doc, path, bad)).encode()
+    return json.dumps(_with(doc, path, marked)).replace('"\\u0000bad"', text).encode()
+
+
+def test_malformed_saved_directories_raise_only_saved_model_error(saved, tmp_path):
+    """The same wrong types and sizes in every kind of position of the manifest and the function's GraphDef
+    (checksums recomputed), and non-UTF-8 or 5,000-deep files: `load` raises SavedModelError (it wraps
+    whatever a bad file makes fail), and never after running out of stack or memory or misreading bytes:
+    its cause is no RecursionError, MemoryError or UnicodeDecodeError."""
+    work = str(tmp_path / "work")
+    shutil.copytree(saved, work)
+    mpath = os.path.join(work, fmt.MANIFEST)
+    original_manifest = open(mpath, "rb").read()
+    rel = next(r for r in json.loads(original_manifest)["files"] if r.endswith(".json"))
+    gpath = os.path.join(work, rel)
+    original_graph = open(gpath, "rb").read()
+
+    def write(path, data: bytes):
+        _overwrite(path, data)
+        if path != mpath:
+            m = json.loads(original_manifest)
+            m["files"][rel] = fmt.sha256_file(gpath)
+            _overwrite(mpath, json.dumps(m).encode())
+
+    cases = [(path, b, what) for path, original in ((mpath, original_manifest), (gpath, original_graph))
+             for b, what in ((b"\xff" + original, "not UTF-8"), (b"[" * 5000 + b"]" * 5000, "5,000 deep"))]
+    for path, original in ((mpath, original_manifest), (gpath, original_graph)):
+        doc = json.loads(original)
+        cases += [(path, _dumps_with(doc, p, bad), f"{_brief(bad)} at {p}") for p, bad in _malformations(doc)]
+    raw = []
+    with contextlib.redirect_stdout(io.StringIO()):
+        for path, data, what in cases:
+            write(path, data)
+            with _deadline(20, lambda: f"{os.path.basename(path)}: {what}"):
+                try:
+                    load(work)
+                except fmt.SavedModelError as e:
+                    if isinstance(e.__cause__, _EXHAUSTED):
+                        raw.append((os.path.basename(path), what, f"{type(e.__cause__).__name__}: {e}"[-160:]))
+            _overwrite(mpath, original_manifest)
+            _overwrite(gpath, original_graph)
+    assert not raw, raw[:5]
+    assert len(cases) > 100, len(cases)

@@ -474,3 +474,27 @@ def test_control_flow_with_state_round_trip(tmp_path):
     np.testing.assert_allclose(loaded(ek.constant(5), ek.constant(1.0)).numpy(), want)
     np.testing.assert_allclose(lv.numpy(), 10.0)                 # the body's assign ran in the loaded graph
     np.testing.assert_allclose(loaded(ek.constant(2), ek.constant(0.0)).numpy(), (0.0 - 1.0) * 2)
+
+
+def test_files_of_a_saved_directory_must_not_be_symbolic_links(saved_dir, tmp_path):
+    """A link inside a saved directory could make load read any file of the machine: refused, for the
+    manifest, a graph file and the variables, in saved functions and checkpoints alike."""
+    import shutil
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    manifest = json.loads(open(os.path.join(saved_dir, fmt.MANIFEST)).read())
+    graph_rel = next(r for r in manifest["files"] if r.endswith(".json"))
+    for rel in (fmt.MANIFEST, graph_rel, fmt.VARIABLES_FILE, graph_rel.split("/")[0]):
+        work = tmp_path / rel.replace("/", "_")
+        shutil.copytree(saved_dir, work)
+        shutil.move(str(work / rel), str(outside / rel.replace("/", "_")))
+        os.symlink(outside / rel.replace("/", "_"), work / rel)   # same bytes, same checksum: only the link is wrong
+        with pytest.raises(SavedModelError, match="symbolic link"):
+            load(str(work))
+    w = ek.Variable([1.0, 2.0], name="w")
+    ck = tmp_path / "ck"
+    save_checkpoint({"w": w}, str(ck))
+    shutil.move(str(ck / fmt.VARIABLES_FILE), str(outside / "ck.npz"))
+    os.symlink(outside / "ck.npz", ck / fmt.VARIABLES_FILE)
+    with pytest.raises(SavedModelError, match="symbolic link"):
+        restore_checkpoint({"w": w}, str(ck))

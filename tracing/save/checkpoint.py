@@ -124,7 +124,7 @@ def save_checkpoint(obj, path: str, read=None) -> str:
 
 def read_checkpoint(path: str) -> dict:
     """{path: ndarray} stored in checkpoint directory `path` (SavedModelError if bad)."""
-    mpath = os.path.join(path, fmt.CHECKPOINT_MANIFEST)
+    mpath = fmt.check_inside(path, fmt.CHECKPOINT_MANIFEST)
     if not os.path.isfile(mpath):
         raise SavedModelError(f"{path} is not a checkpoint written by save_checkpoint ({fmt.CHECKPOINT_MANIFEST} "
                               f"is missing)")
@@ -134,7 +134,7 @@ def read_checkpoint(path: str) -> dict:
     files, recs = m.get("files"), m.get("variables")
     if not isinstance(files, dict) or not isinstance(recs, list):
         raise SavedModelError(f"{mpath}: malformed manifest ('files' dict and 'variables' list required)")
-    vpath = os.path.join(path, fmt.VARIABLES_FILE)
+    vpath = fmt.check_inside(path, fmt.VARIABLES_FILE)
     if not os.path.isfile(vpath) or files.get(fmt.VARIABLES_FILE) != fmt.sha256_file(vpath):
         raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} is missing or corrupted (checksum mismatch)")
     try:

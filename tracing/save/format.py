@@ -37,6 +37,7 @@ import json
 import keyword
 import math
 import os
+import reprlib
 import shutil
 import tempfile
 from typing import Any, Callable
@@ -157,7 +158,11 @@ def _decode_namedtuple(payload, leaf, where):
 
 
 def _short(v) -> str:
-    r = repr(v)
+    """repr(v) for a message, cut to 80 characters (repr of a 5,000-digit int raises: name its type)."""
+    try:
+        r = reprlib.repr(v)
+    except ValueError:
+        r = f"<a {type(v).__name__}>"
     return r if len(r) <= 80 else r[:77] + "..."
 
 
@@ -192,7 +197,7 @@ def read_json(path: str, what: str):
     try:
         with open(path, "rb") as f:
             raw = f.read()
-        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        return json.loads(raw.decode("utf-8"), parse_constant=_reject_constant, parse_int=_parse_int)
     except FileNotFoundError:
         raise SavedModelError(f"{what}: file {path} is missing") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
@@ -201,17 +206,30 @@ def read_json(path: str, what: str):
         raise SavedModelError(f"{what}: cannot read {path}: {e}") from None
 
 
+def _parse_int(text: str) -> int:
+    if len(text) > 21:         # 64-bit integers have at most 20 digits and a sign
+        raise ValueError(f"integer literal of {len(text)} characters does not fit in 64 bits")
+    return int(text)
+
+
 def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
 def check_inside(root: str, rel) -> str:
-    """`root/rel` for a relative path that stays inside `root` (manifests cannot point elsewhere)."""
+    """`root/rel` for a relative path that stays inside `root` (manifests cannot point elsewhere), through
+    no symbolic link: a link inside a saved directory could name any file of the machine."""
     if not isinstance(rel, str) or not rel or os.path.isabs(rel) or "\\" in rel or \
             any(part in ("", ".", "..") for part in rel.split("/")):
         raise SavedModelError(f"manifest names an invalid file path {_short(rel)} (must be relative, inside the "
                               f"saved directory)")
-    return os.path.join(root, *rel.split("/"))
+    full = root
+    for part in rel.split("/"):
+        full = os.path.join(full, part)
+        if os.path.islink(full):
+            raise SavedModelError(f"{root}: {rel} is a symbolic link (to {_short(os.readlink(full))}); the files of a "
+                                  f"saved directory must be regular files inside it")
+    return full
 
 
 def is_saved_dir(path: str, manifest: str) -> bool:

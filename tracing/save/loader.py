@@ -81,16 +81,16 @@ def read_manifest(path: str, verify_files: bool = True) -> dict:
     """The checked manifest of saved directory `path` (SavedModelError if foreign or corrupted)."""
     if not os.path.isdir(path):
         raise SavedModelError(f"{path} is not a directory written by tracing.save (no such directory)")
-    mpath = os.path.join(path, fmt.MANIFEST)
+    mpath = fmt.check_inside(path, fmt.MANIFEST)
     if not os.path.isfile(mpath):
         raise SavedModelError(f"{path} is not a directory written by tracing.save: {fmt.MANIFEST} is missing")
     m = fmt.read_json(mpath, f"{path}")
     if not isinstance(m, dict) or m.get("format") != fmt.FORMAT:
         raise SavedModelError(f"{mpath} is not a graphjit saved-function manifest (format "
-                              f"{m.get('format') if isinstance(m, dict) else type(m).__name__!r:.40})")
+                              f"{fmt._short(m.get('format')) if isinstance(m, dict) else type(m).__name__})")
     v = m.get("version")
     if type(v) is not int or not 1 <= v <= fmt.VERSION:
-        raise SavedModelError(f"{mpath}: unsupported version {v!r:.20}; this graphjit reads versions 1..{fmt.VERSION}")
+        raise SavedModelError(f"{mpath}: unsupported version {fmt._short(v)}; this graphjit reads versions 1..{fmt.VERSION}")
     files = _field(m, "files", dict, mpath)
     _field(m, "functions", dict, mpath)
     _field(m, "variables", list, mpath)
@@ -112,7 +112,7 @@ def _restore_variables(path: str, m: dict) -> tuple:
         if fmt.VARIABLES_FILE not in m["files"]:
             raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} is not listed in the manifest")
         try:
-            with np.load(os.path.join(path, fmt.VARIABLES_FILE), allow_pickle=False) as npz:
+            with np.load(fmt.check_inside(path, fmt.VARIABLES_FILE), allow_pickle=False) as npz:
                 arrays = {k: npz[k] for k in npz.files}
         except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
             raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} cannot be read ({type(e).__name__}: "
@@ -123,13 +123,13 @@ def _restore_variables(path: str, m: dict) -> tuple:
             w = f"{where}[{i}]"
             key = _field(rec, "name", str, w)
             if key in variables or ":" in key or not key:
-                raise SavedModelError(f"{w}: invalid or duplicate variable key {key!r:.40}")
+                raise SavedModelError(f"{w}: invalid or duplicate variable key {fmt._short(key)}")
             dtype = _dtype(rec.get("dtype"), w)
             shape = _shape(rec.get("shape"), w)
             if "array" in rec:
                 value = arrays.get(rec["array"]) if isinstance(rec["array"], str) else None
                 if value is None:
-                    raise SavedModelError(f"{w}: array {rec['array']!r:.40} is not in {fmt.VARIABLES_FILE}")
+                    raise SavedModelError(f"{w}: array {fmt._short(rec['array'])} is not in {fmt.VARIABLES_FILE}")
             elif "value" in rec:
                 try:
                     value = np.asarray(decode_attr(rec["value"], DecodeContext(), w))
@@ -173,7 +173,7 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
                           _dtype(_field(sj, "dtype", str, where), where))
         t = _tensor(graph, n, where)
         if t.op.type != "Placeholder" or t.dtype is not spec.dtype or t.shape.dims != spec.shape.dims:
-            raise SavedModelError(f"{where}: input {k} ({n!r:.40}) is not a placeholder of {spec.short()}")
+            raise SavedModelError(f"{where}: input {k} ({fmt._short(n)}) is not a placeholder of {spec.short()}")
         inputs.append(t)
         specs.append(spec)
     if len({id(t) for t in inputs}) != len(inputs):
@@ -188,25 +188,25 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
         dt = _dtype(_field(sj, "dtype", str, where), where)
         shape = _shape(_field(sj, "shape", (list, type(None)), where), where)
         if t.dtype is not dt or not shape.is_compatible_with(t.shape):
-            raise SavedModelError(f"{where}: output {n!r:.40} is {t.dtype.name}{t.shape}, the manifest says "
+            raise SavedModelError(f"{where}: output {fmt._short(n)} is {t.dtype.name}{t.shape}, the manifest says "
                                   f"{dt.name}{shape}")
         outputs.append(t)
     targets = []
     for n in _field(rec, "targets", list, where):
         if not isinstance(n, str) or n not in graph:
-            raise SavedModelError(f"{where}: target {n!r:.40} is not an op of the graph")
+            raise SavedModelError(f"{where}: target {fmt._short(n)} is not an op of the graph")
         op = graph.get_operation_by_name(n)
         if not op.opdef.stateful:
-            raise SavedModelError(f"{where}: target {n!r:.40} is not a stateful op")
+            raise SavedModelError(f"{where}: target {fmt._short(n)} is not a stateful op")
         targets.append(op)
 
     def in_leaf(tag, payload):
         if tag == "tensor":
             if type(payload) is not int or not 0 <= payload < len(specs):
-                raise SavedModelError(f"{where}: argument refers to input {payload!r:.20}, which does not exist")
+                raise SavedModelError(f"{where}: argument refers to input {fmt._short(payload)}, which does not exist")
             return SavedInput(payload, specs[payload])
         if not isinstance(payload, str) or payload not in variables:
-            raise SavedModelError(f"{where}: argument refers to unknown variable {payload!r:.40}")
+            raise SavedModelError(f"{where}: argument refers to unknown variable {fmt._short(payload)}")
         return variables[payload]
     call = fmt.decode_structure(_field(rec, "args", dict, where), in_leaf, f"{where}: arguments")
     if not (isinstance(call, list) and len(call) == 2 and isinstance(call[0], list) and isinstance(call[1], dict)):
@@ -218,7 +218,7 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
 
     def out_leaf(tag, payload):
         if tag != "tensor" or type(payload) is not int or not 0 <= payload < len(outputs):
-            raise SavedModelError(f"{where}: return value refers to {tag} {payload!r:.20}, which does not exist")
+            raise SavedModelError(f"{where}: return value refers to {tag} {fmt._short(payload)}, which does not exist")
         return _OutRef(payload)
     out_struct = fmt.decode_structure(_field(rec, "structured_outputs", dict, where), out_leaf,
                                       f"{where}: return value")
@@ -263,7 +263,7 @@ def _check_imported(graph, variables: dict, where: str) -> None:
             for o in op.outputs:
                 if not isinstance(o.dtype, DType):
                     raise SavedModelError(f"{where}: op {op.name!r} ({op.type}) has an output of invalid dtype "
-                                          f"{o.dtype!r:.40} (malformed attrs)")
+                                          f"{fmt._short(o.dtype)} (malformed attrs)")
             work.extend(body for _, body in attr_subgraphs(op.attrs))
     try:
         graph.verify()
@@ -280,11 +280,11 @@ class _OutRef:
 
 def _tensor(graph, name, where):
     if not isinstance(name, str):
-        raise SavedModelError(f"{where}: tensor name {name!r:.40} is not a string")
+        raise SavedModelError(f"{where}: tensor name {fmt._short(name)} is not a string")
     try:
         return graph.get_tensor_by_name(name)
     except (KeyError, ValueError):
-        raise SavedModelError(f"{where}: tensor {name!r:.40} is not in the graph") from None
+        raise SavedModelError(f"{where}: tensor {fmt._short(name)} is not in the graph") from None
 
 
 def load(path: str) -> Loaded:
@@ -296,13 +296,13 @@ def load(path: str) -> Loaded:
         functions = {}
         for name, entry in m["functions"].items():
             if not name.isidentifier():
-                raise SavedModelError(f"{path}: function name {name!r:.40} is not an identifier")
+                raise SavedModelError(f"{path}: function name {fmt._short(name)} is not an identifier")
             arg_names = _field(entry, "arg_names", list, f"{path}: function {name}")
             if not all(isinstance(a, str) for a in arg_names):
                 raise SavedModelError(f"{path}: function {name}: arg_names must be strings")
             defaults = {}
             for k, enc in _field(entry, "defaults", dict, f"{path}: function {name}").items():
-                defaults[k] = fmt.decode_structure(enc, _no_leaf, f"{path}: function {name} default {k!r:.30}")
+                defaults[k] = fmt.decode_structure(enc, _no_leaf, f"{path}: function {name} default {fmt._short(k)}")
             recs = _field(entry, "concrete_functions", list, f"{path}: function {name}")
             if not recs:
                 raise SavedModelError(f"{path}: function {name} has no saved concrete functions")
