@@ -29,6 +29,26 @@ def _axes(axis, ndim):
     return tuple(a % ndim if ndim else 0 for a in axis)
 
 
+def check_reduce_dtype(opname: str, dtype) -> None:
+    """TensorFlow's type constraints of the reductions: Any/All take bool; Max/Min/ArgMax/ArgMin numbers or
+    bool; Sum/Mean/Prod numbers.  Strings never (NumPy would concatenate them, or fail inside the kernel)."""
+    if opname in ("Any", "All"):
+        if dtype is not bool_:
+            raise InvalidArgumentError(f"{opname}: expected a bool tensor, got {dtype.name}", op_name=opname)
+    elif dtype.is_string:
+        raise InvalidArgumentError(f"{opname}: cannot reduce a string tensor: the reduction takes numeric "
+                                   f"tensors only", op_name=opname)
+    elif dtype is bool_ and opname not in ("Max", "Min", "ArgMax", "ArgMin"):
+        raise InvalidArgumentError(f"{opname}: cannot reduce a bool tensor; cast it first", op_name=opname)
+
+
+def _infer_reduce_for(opname):
+    def infer(specs, attrs):
+        check_reduce_dtype(opname, specs[0].dtype)
+        return _infer_reduce(specs, attrs)
+    return infer
+
+
 def _infer_reduce(specs, attrs, dtype=None):
     s = specs[0]
     out_dtype = dtype or s.dtype
@@ -140,14 +160,14 @@ def _extreme_kernel(fn):
     return kernel
 
 
-SUM = op("Sum", _sum_kernel, _infer_reduce, _g_sum)
-MEAN = op("Mean", _mean_kernel, _infer_reduce, _g_mean)
-MAX = op("Max", _extreme_kernel(np.max), _infer_reduce, _g_extreme)
-MIN = op("Min", _extreme_kernel(np.min), _infer_reduce, _g_extreme)
+SUM = op("Sum", _sum_kernel, _infer_reduce_for("Sum"), _g_sum)
+MEAN = op("Mean", _mean_kernel, _infer_reduce_for("Mean"), _g_mean)
+MAX = op("Max", _extreme_kernel(np.max), _infer_reduce_for("Max"), _g_extreme)
+MIN = op("Min", _extreme_kernel(np.min), _infer_reduce_for("Min"), _g_extreme)
 PROD = op("Prod", lambda x, axis=None, keepdims=False: np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype),
-          _infer_reduce, _g_prod)
-ANY = op("Any", lambda x, axis=None, keepdims=False: np.any(x, axis=axis, keepdims=keepdims), _infer_reduce)
-ALL = op("All", lambda x, axis=None, keepdims=False: np.all(x, axis=axis, keepdims=keepdims), _infer_reduce)
+          _infer_reduce_for("Prod"), _g_prod)
+ANY = op("Any", lambda x, axis=None, keepdims=False: np.any(x, axis=axis, keepdims=keepdims), _infer_reduce_for("Any"))
+ALL = op("All", lambda x, axis=None, keepdims=False: np.all(x, axis=axis, keepdims=keepdims), _infer_reduce_for("All"))
 
 
 # ------------------------------------------------------------------ axes known only at run time
@@ -181,6 +201,10 @@ def _dynamic_kernel(x, axis, kind, keepdims=False):
 
 def _infer_dynamic(specs, attrs):
     s, a = specs[0], specs[1]
+    if attrs["kind"] not in _STATIC:
+        raise InvalidArgumentError(f"ReduceDynamic: unknown reduction kind {attrs['kind']!r:.40}",
+                                   op_name="ReduceDynamic")
+    check_reduce_dtype(attrs["kind"], s.dtype)
     if not a.dtype.is_integer:
         raise InvalidArgumentError(f"{attrs['kind']}: reduction axes must be an integer tensor, got "
                                    f"{a.dtype.name}", op_name=attrs["kind"])
@@ -224,13 +248,9 @@ REDUCE_GRAD_DYNAMIC = op("ReduceGradDynamic", _reduce_grad_dynamic_kernel,
                          doc="ReduceGrad with the reduced axes as an input tensor.")
 
 
-def _reduce(opdef, x, axis, keepdims, name, need_bool=False):
+def _reduce(opdef, x, axis, keepdims, name):
     x = convert_to_tensor(x)
-    if need_bool and x.dtype is not bool_:
-        raise InvalidArgumentError(f"{opdef.name}: expected a bool tensor, got {x.dtype.name}", op_name=opdef.name)
-    if not need_bool and x.dtype is bool_ and opdef is not MAX and opdef is not MIN:
-        raise InvalidArgumentError(f"{opdef.name}: cannot reduce a bool tensor; cast it first",
-                                   op_name=opdef.name)
+    check_reduce_dtype(opdef.name, x.dtype)
     if _is_dynamic(axis):         # the op's inference checks the axes tensor's dtype and rank
         return execute(REDUCE_DYNAMIC, (x, axis), {"kind": opdef.name, "keepdims": bool(keepdims)}, name)
     axis_t = as_attr_tuple(axis, "axis", opdef.name)
@@ -271,11 +291,11 @@ def reduce_prod(input_tensor, axis=None, keepdims=False, name=None):
 
 
 def reduce_any(input_tensor, axis=None, keepdims=False, name=None):
-    return _reduce(ANY, input_tensor, axis, keepdims, name, need_bool=True)
+    return _reduce(ANY, input_tensor, axis, keepdims, name)
 
 
 def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
-    return _reduce(ALL, input_tensor, axis, keepdims, name, need_bool=True)
+    return _reduce(ALL, input_tensor, axis, keepdims, name)
 
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
@@ -291,8 +311,9 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     return out
 
 
-def _infer_arg(specs, attrs):
+def _infer_arg(specs, attrs, opname="ArgMax"):
     s = specs[0]
+    check_reduce_dtype(opname, s.dtype)
     if s.shape is None:
         return [Spec(None, attrs["output_type"])]
     axis = attrs["axis"] % max(len(s.shape), 1)
@@ -308,11 +329,12 @@ def _arg_kernel(fn):
 
 
 ARGMAX = op("ArgMax", _arg_kernel(np.argmax), _infer_arg)
-ARGMIN = op("ArgMin", _arg_kernel(np.argmin), _infer_arg)
+ARGMIN = op("ArgMin", _arg_kernel(np.argmin), lambda specs, attrs: _infer_arg(specs, attrs, "ArgMin"))
 
 
 def _arg(opdef, x, axis, output_type, name):
     x = convert_to_tensor(x)
+    check_reduce_dtype(opdef.name, x.dtype)
     rank = x.shape.rank
     if _is_dynamic(axis):
         raise InvalidArgumentError(f"{opdef.name}: the axis must be known when the graph is built (a Python int "

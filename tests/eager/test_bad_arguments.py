@@ -76,3 +76,27 @@ def test_integer_like_arguments_still_work():
     assert ek.reshape(X, np.array([3, 2])).shape == (3, 2)
     assert ek.zeros([]).shape == () and ek.zeros(np.array([2, 0])).shape == (2, 0)
     assert ek.stack([X, X], axis=np.int32(1)).shape == (2, 2, 3)
+
+
+@pytest.mark.parametrize("reduce", [ek.reduce_sum, ek.reduce_mean, ek.reduce_prod, ek.reduce_max, ek.reduce_min,
+                                    ek.argmax, ek.argmin, ek.reduce_logsumexp])
+def test_reductions_refuse_strings_in_every_mode(reduce):
+    """TensorFlow's reductions take numbers only: a string tensor is refused, not reduced to garbage."""
+    errors = _in_both_modes(lambda: reduce(ek.constant(["a", "b"])))
+    with gr.Graph().as_default():                         # a symbolic input, its value unknown
+        errors += _in_both_modes(lambda: reduce(gr.placeholder(ek.string, [None])))
+    for e in errors:
+        assert isinstance(e, ek.errors.InvalidArgumentError), e
+        assert "string" in str(e), e
+
+
+def test_an_imported_string_reduction_is_refused():
+    from graph_runtime.graph_def import GraphDefError
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, [2], name="x")
+        ek.reduce_sum(x, name="s")
+    gd = g.as_graph_def()
+    gd["nodes"][0]["attrs"]["dtype"] = {"$dtype": "string"}
+    with pytest.raises(GraphDefError, match="Sum: cannot reduce a string tensor"):
+        gr.import_graph_def(gd, graph=gr.Graph())
