@@ -21,7 +21,8 @@
 
 Both interpreting executors run steps with NumPy's floating-point warnings off
 (TensorFlow semantics, eager/fp_semantics.py: the tracing executor for the
-whole run, the parallel one per step, since a thread does not inherit it).
+whole run, the parallel one per step, since a thread does not inherit it);
+the parallel one hands the step's deadline (deadline.py) to its threads too.
 
 Both interpreting executors start from `Schedule.initial_values` and end with
 `Schedule.finish`, and run a step with `Step.call`/`Step.store`.
@@ -38,6 +39,7 @@ from collections import deque
 from eager import fp_semantics
 from eager.tensor import HOST_DEVICE
 
+from . import deadline
 from .multi_device import MultiDevicePlan
 from .partition import transfer_bytes
 from .run_config import OpStats
@@ -154,11 +156,13 @@ class ParallelExecutor:
         remaining_uses = dict(sched.refcount)
         done: queue.SimpleQueue = queue.SimpleQueue()
         pool = self.pool
+        at = deadline.get()             # the step's deadline holds on the pool threads too
 
         def execute(i):
             fp = fp_semantics.set_state(fp_semantics.IGNORE)     # per thread (see the module docstring)
             try:
-                return i, steps[i].call(values), None
+                with deadline.scope(at):
+                    return i, steps[i].call(values), None
             except BaseException as e:  # noqa: BLE001 - handed to the scheduler
                 return i, None, e
             finally:

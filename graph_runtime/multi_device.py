@@ -4,7 +4,10 @@
 run's ops are on several devices (partition.py).  Calling `fn(*feeds)` makes
 one `Rendezvous` for the step, runs every non-main partition on its own
 thread (one executor thread per device) and the main one on the caller's
-thread, each with its share of the feeds.  The first partition to fail
+thread, each with its share of the feeds.  Joining every device thread is
+the step's barrier: only then are the variables the run returns read (their
+value after the run, with every partition's writes), so no partition sends
+the main one a "done" value.  The first partition to fail
 aborts the step: the other partitions' `_Recv`s raise `StepAborted`, every
 thread is joined, and the original op's error is raised (not an abort).
 The main partition's result is the run's result.
@@ -26,13 +29,17 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+from . import deadline
+from .plan import Schedule
 from .rendezvous import Rendezvous, StepAborted, set_current
 
 
 class MultiDevicePlan:
-    def __init__(self, parts: list, plans: list):
+    def __init__(self, parts: list, plans: list, container: str = "list"):
         self.parts = parts
-        self.plans = plans
+        self.plans = plans          # the main partition's plan returns a list, None where a variable's value goes
+        self.container = container
+        self._var_returns = [(i, r) for i, r in enumerate(parts[0].returns) if r.kind == "var"]
         self.devices = [p.device for p in parts]
         self.optimization_report = None
         self._feed_index = [[i for i, _ in p.feeds] for p in parts]
@@ -70,10 +77,11 @@ class MultiDevicePlan:
             raise RuntimeError(f"this multi-device plan (devices {self.devices}) was closed with its Session")
         rdv = Rendezvous()
         args = [[vals[i] for i in idx] for idx in self._feed_index]
-        futures = [self._pool.submit(_run, rdv, plan, a, runner) for plan, a in zip(self.plans[1:], args[1:])]
+        at = deadline.get()             # the step's deadline holds on every device thread
+        futures = [self._pool.submit(_run, rdv, plan, a, runner, at) for plan, a in zip(self.plans[1:], args[1:])]
         outcomes = []
         try:
-            result = _run(rdv, self.plans[0], args[0], runner)
+            result = _run(rdv, self.plans[0], args[0], runner, at)
         except BaseException as e:          # noqa: B902 - joined below, re-raised
             result, outcomes = None, [e]
         for f in futures:
@@ -84,13 +92,18 @@ class MultiDevicePlan:
         if outcomes:
             real = [e for e in outcomes if not isinstance(e, StepAborted)]
             raise (real or outcomes)[0]
-        return result
+        for i, r in self._var_returns:         # every partition has finished: the values after the step
+            result[i] = Schedule.result(r, None)
+        if self.container == "single":
+            return result[0]
+        return result if self.container == "list" else tuple(result)
 
 
-def _run(rdv: Rendezvous, plan, args: list, runner=None):
+def _run(rdv: Rendezvous, plan, args: list, runner=None, at=None):
     set_current(rdv)
     try:
-        return plan.fn(*args) if runner is None else runner(plan, args)
+        with deadline.scope(at):
+            return plan.fn(*args) if runner is None else runner(plan, args)
     except StepAborted:
         raise
     except Exception as e:

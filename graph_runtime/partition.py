@@ -18,15 +18,18 @@ device's ops (names kept), in the original creation order:
   standing for it where it is not produced);
 - the first device's partition is the main one: the run's returns (fetched
   values, None for targets, variables read after the run) come from it, so
-  fetched tensors of other devices are sent to it, and every other
-  partition sends it a "done" dummy after all its ops, so that the
-  variables it reads after the run see every write of the step.
+  fetched tensors of other devices are sent to it; a target runs in its own
+  device's partition.  Nothing else crosses: the variables are read after
+  the runner has joined every partition (multi_device.py), not by a "done"
+  message.
 
 If/While/Case ops are single ops: their bodies run whole on their device.
 An op that overwrites an input's buffer (the memory pass's
 `InplaceElementwise`, `OpDef.extra["writes_input"]`) becomes its
 out-of-place op when that input comes from another device: the received
 buffer is the sender's (or, between processes, a read-only deserialized one).
+A `_Recv` no `_Send` of the step feeds (one imported from a GraphDef) is
+refused before the step runs (InvalidArgumentError).
 Each partition keeps the global creation order, which is a topological order
 of the whole step: run sequentially per device ("creation" schedule), a
 `_Recv` only waits for a `_Send` earlier in that order, so A->B->A chains do
@@ -41,6 +44,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eager import dtypes
+from eager.errors import InvalidArgumentError
 from eager.ops.constant import CONST
 from eager.registry import Spec, op as register_op
 
@@ -207,22 +211,26 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
             else:
                 continue
             owner.return_index.append(i)
-        for o in targets:
-            if id(o) in made:
-                parts[where[id(o)]].targets.append(made[id(o)])
-        return [parts[d] for d in devices]
-    main.returns = [ReturnItem("value", tensor=value_in(r.tensor, main.device)) if r.kind == "value" else r
-                    for r in returns]
-    main.targets.extend(control_in(o, main.device) for o in targets if id(o) in made)
-    for p in parts.values():
-        last = [made[id(o)] for o in ops if where[id(o)] == p.device and id(o) in made] + list(p.targets)
-        if p is not main and last:
-            key = f"^done;{p.device};{main.device}"
-            dummy = _dummy(p, "_done", last)
-            p.targets.append(_add(p, SEND, (dummy,), {"key": key}, "_done/_send"))
-            main.targets.append(_add(main, RECV, (), {"key": key, "dtype": dtypes.float32, "shape": ()},
-                                     "_done/_recv"))
+    else:
+        main.returns = [ReturnItem("value", tensor=value_in(r.tensor, main.device)) if r.kind == "value" else r
+                        for r in returns]
+    for o in targets:
+        if id(o) in made:
+            parts[where[id(o)]].targets.append(made[id(o)])
+    _check_senders(parts.values())
     return [parts[d] for d in devices]
+
+
+def _check_senders(parts) -> None:
+    """Every `_Recv` of the step has a `_Send` for its key (an imported `_Recv` may not: it would wait forever)."""
+    ops = [o for p in parts for o in p.graph._ops]
+    sent = {o._attrs["key"] for o in ops if o._opdef is SEND}
+    for o in ops:
+        if o._opdef is RECV and o._attrs["key"] not in sent:
+            loc = o.location
+            raise InvalidArgumentError(
+                f"_Recv {o.name!r}{f' (created at {loc})' if loc is not None else ''} waits for key "
+                f"{o._attrs['key']!r:.200}, which no _Send of this step sends: it would wait forever", op_name=o.name)
 
 
 def partition_graph_defs(plan, default_device: str) -> list:

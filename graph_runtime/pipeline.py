@@ -131,13 +131,15 @@ def partition(req: Request, config: SessionConfig, source=None) -> Request:
 def compile(req: Request, config: SessionConfig, container: str, check_feeds: bool):
     if req.parts:
         # each partition runs in creation order (a topological order of the whole step: no deadlock)
+        # the main partition returns a list; variables are read by the MultiDevicePlan once every partition
+        # has finished (its barrier), so the reads see every write of the step
         part_config = replace(config, schedule="creation")
         plans = [compile_plan(p.graph, [t for _, t in p.feeds], [r.tensor for r in p.returns if r.kind == "value"],
-                              list(p.targets),
-                              container=container if i == 0 else "list", returns=list(p.returns),
+                              list(p.targets), container="list",
+                              returns=[ReturnItem("none") if r.kind == "var" else r for r in p.returns],
                               check_feeds=check_feeds, config=part_config)
-                 for i, p in enumerate(req.parts)]
-        plan = MultiDevicePlan(list(req.parts), plans)
+                 for p in req.parts]
+        plan = MultiDevicePlan(list(req.parts), plans, container)
     else:
         plan = compile_plan(req.graph, list(req.feeds), req.fetches, list(req.targets), container=container,
                             returns=list(req.returns), check_feeds=check_feeds, config=config)
@@ -150,7 +152,9 @@ def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> 
     """The stages before `compile` for a distributed session (config.cluster set): the request with one
     `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed)."""
     req = prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets)))
-    req = optimize(place(req, config), config, False)
+    # in-place writes are each task's own decision (its memory pass): a GraphDef may not carry them
+    shipped = replace(config, disabled_passes=config.disabled_passes + ("memory",))
+    req = optimize(place(req, config), shipped, False)
     return partition(req, config, graph)
 
 

@@ -1,18 +1,23 @@
 """The rendezvous: a keyed mailbox through which the partitions of one step exchange values.
 
 `_Send` puts a value under a key (tensor, source device, destination device);
-`_Recv` blocks until the value under its key arrives or the step is aborted.
+`_Recv` blocks until the value under its key arrives, the step is aborted or
+the step's deadline passes (deadline.py: `DeadlineExceededError`).
 One `Rendezvous` per step (so keys need no step id); the multi-device runner
 (multi_device.py) makes it the current one of each partition's thread.
 `abort(error)` wakes every waiting `_Recv`, which raises `StepAborted`: an
 error in one partition ends the step on every device, nothing waits forever.
 
-Imports nothing from the project.
+Imports `eager.errors` and `deadline`.
 """
 from __future__ import annotations
 
 import threading
 from typing import Any, Optional
+
+from eager.errors import FailedPreconditionError
+
+from . import deadline
 
 
 class StepAborted(RuntimeError):
@@ -33,11 +38,15 @@ class Rendezvous:
             self._cond.notify_all()
 
     def recv(self, key: str) -> Any:
+        at = deadline.get()
         with self._cond:
             while key not in self._values:
                 if self._error is not None:
                     raise StepAborted(f"step aborted while waiting for {key!r}: {self._error}")
-                self._cond.wait()
+                left = None if at is None else at - deadline.monotonic()
+                if left is not None and left <= 0:
+                    raise deadline.expired(f"waiting for {key!r} from another device", "_Recv")
+                self._cond.wait(left)
             return self._values.pop(key)
 
     def abort(self, error: BaseException) -> None:
@@ -58,7 +67,8 @@ _current = _Current()
 def current() -> Rendezvous:
     r = _current.rendezvous
     if r is None:
-        raise RuntimeError("_Send/_Recv ran outside a multi-device step (no rendezvous)")
+        raise FailedPreconditionError("_Send/_Recv ran outside a multi-device step: no other device sends to "
+                                      "or receives from this one")
     return r
 
 

@@ -11,7 +11,10 @@ requested container directly (nested dicts/namedtuples are rebuilt after).
 Semantics: fetched values are NumPy arrays (NumPy scalars for rank 0), ops give
 None, variables give their value after the run.  Only the ops the fetches need
 run; stateful ops run when fetched, targeted, or a control input of something
-that runs.  Variables live in the `Variable` objects, so state is shared with
+that runs.  `RunOptions(timeout_in_ms=t)` gives the run a deadline
+(deadline.py: checked at every `_Recv` wait and While iteration, raising
+`DeadlineExceededError`); `SessionConfig.operation_timeout_in_ms` is for
+distributed sessions only.  Variables live in the `Variable` objects, so state is shared with
 eager code and other sessions.  `with Session() as sess:` makes it the default
 session (for `Tensor.eval`/`Operation.run`) and its graph the default graph
 (as in TensorFlow), and closes it at the end; `as_default()` only makes it the
@@ -33,6 +36,7 @@ from typing import Optional
 
 from eager.variables import _assign_kernel
 
+from . import deadline
 from .fetches import fetch_key, resolve_feeds, resolve_fetches
 from .graph import Graph, get_default_graph
 from .operation import GraphTensor, Operation
@@ -128,16 +132,13 @@ class Session:
         runner = self._runners.get(key)
         if runner is None:
             runner = self._make_runner(fetches, list(feed_dict) if feed_dict else [], key)
-        ex = None if options is None and self._pool is None else select(options, run_metadata, self._pool)
-        if ex is not None:
-            out = ex.run(runner.plan, list(vals))
-        else:
+        if options is None and self._pool is None:
             try:
                 out = runner.fn(*vals)
             except Exception as e:
                 raise runner.plan.map_error(e) from None
-        if options is not None and run_metadata is not None:
-            self._after_run(runner.plan, options, run_metadata)
+        else:
+            out = self._execute(runner.plan, list(vals), options, run_metadata)
         return out if runner.packer is None else runner.packer(out)
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
@@ -155,19 +156,32 @@ class Session:
                                 f"{len(feed_values)}")
             if sess._closed:
                 raise RuntimeError("Attempted to use a closed Session.")
-            ex = None if options is None and sess._pool is None else select(options, run_metadata, sess._pool)
-            if ex is not None:
-                out = ex.run(plan, list(feed_values))
-            else:
+            if options is None and sess._pool is None:
                 try:
                     out = fn(*feed_values)
                 except Exception as e:
                     raise plan.map_error(e) from None
-            if options is not None and run_metadata is not None:
-                sess._after_run(plan, options, run_metadata)
+            else:
+                out = sess._execute(plan, list(feed_values), options, run_metadata)
             return out if packer is None else packer(out)
 
         return call
+
+    def _execute(self, plan, vals: list, options, run_metadata):
+        """One run of `plan` with `options`: its executor, its deadline (`timeout_in_ms`), its metadata."""
+        ex = select(options, run_metadata, self._pool)
+        ms = options.timeout_in_ms if options is not None else 0
+        with deadline.scope(deadline.monotonic() + ms / 1000 if ms and ms > 0 else None):
+            if ex is not None:
+                out = ex.run(plan, vals)
+            else:
+                try:
+                    out = plan.fn(*vals)
+                except Exception as e:
+                    raise plan.map_error(e) from None
+        if options is not None and run_metadata is not None:
+            self._after_run(plan, options, run_metadata)
+        return out
 
     def _after_run(self, plan, options, run_metadata) -> None:
         """Partition graphs for `run_metadata`; a traced run's op times refine later placements."""

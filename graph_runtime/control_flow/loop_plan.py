@@ -9,7 +9,9 @@ default pipeline when `optimize` and no `extra` is given; lowering passes
 shared pieces of `graph_runtime.codegen`:
 
     def loop(v0, v1, x0, x1, x2):
+        dl = _dlget()                         # the step's deadline (deadline.py), or None
         while True:
+            if dl is not None and _mono() > dl: raise _dlexp(...)
             r0 = v0 < s1                      # cond steps
             if not r0: break
             r0 = k2(v1, x0, ...)              # body steps
@@ -33,10 +35,11 @@ names the failing body op exactly as the separate plans would.
 The plan is cached on the body graph (`plans.cached`), keyed by the cond
 graph's name, the saved tensors' names, `has_max` and `optimize`.
 
-Imports `graph_runtime.codegen`, `graph_runtime.plan` and siblings.
+Imports `graph_runtime.codegen`, `graph_runtime.deadline`, `graph_runtime.plan` and siblings.
 """
 from __future__ import annotations
 
+from .. import deadline
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
 from .plans import body_plan, cached
@@ -73,8 +76,12 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, save: bool) -> Pl
         lines.append(("i = 0", None))
     if save:
         lines.append(("hist = []", None))
+    # the step's deadline (deadline.py): read once per loop run, compared each iteration when there is one
+    lines.append((f"dl = {em.bind('_dlget', deadline.get)}()", None))
     lines.append(("while True:", None))
     inner: list = []
+    inner.append((f"if dl is not None and {em.bind('_mono', deadline.monotonic)}() > dl: "
+                  f"raise {em.bind('_dlexp', deadline.expired)}('While loop', 'While')", None))
     if has_max:
         inner.append(("if i >= lim: break", None))
     # cond: every input is kept (the body reads them next)

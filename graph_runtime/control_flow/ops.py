@@ -35,7 +35,7 @@ them (`branch_grads.py`: If/Case, `grads.py`: While; `registry.register_gradient
 a gradient builds the op it differentiates (a Case, a While), so those modules
 import this one, not the other way round.
 
-Imports `eager` and siblings (`grad_state`, `loop_plan`, `plans`).
+Imports `eager`, `graph_runtime.deadline` and siblings (`grad_state`, `loop_plan`, `plans`).
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from eager.dtypes import DType
 from eager.errors import InvalidArgumentError
 from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op
 
+from .. import deadline
 from .grad_state import GradState
 from .loop_plan import loop_plan
 from .plans import body_plan
@@ -199,7 +200,9 @@ def _interpret_while(op, ex):
         loop_vars, rest = tuple(args[:n]), args[n:]
         limit, caps = (int(rest[0]), tuple(rest[1:])) if has_max else (None, tuple(rest))
         i = 0
+        at = deadline.get()
         while limit is None or i < limit:
+            deadline.check(at, f"While loop, iteration {i}", op.name)
             if not ex.run_body(cplan, loop_vars + caps)[0]:
                 break
             loop_vars = tuple(ex.run_body(bplan, loop_vars + caps))

@@ -15,11 +15,17 @@ makes one (TF's master, on the driver):
   name in every partition, so a task's resource table binds them across runs).
 
 Faults.  A step that fails on a task makes that task abort the step on its
-peers; the master waits for every task, asks the tasks whose part succeeded
-to roll back their variable writes (worker.py), and raises the task's error
+peers; the master waits for every task and raises the task's error
 (its class, message and op name; `UnavailableError` naming the task when the
 actor died; `DeadlineExceededError` past the step's deadline,
-`RunOptions.timeout_in_ms` or `SessionConfig.operation_timeout_in_ms`).
+`RunOptions.timeout_in_ms` or `SessionConfig.operation_timeout_in_ms`: the
+tasks check it at every `_Recv` wait and loop iteration, so they answer on
+time; the master waits a second more, then aborts the step, and only a
+task that then fails to answer a ping is dead).  The failing op's own
+error wins over the aborts it caused on its peers, whatever order the
+answers arrive in.
+The variable writes the failed step made stay (no rollback, as in
+TensorFlow: worker.py says why).
 After a task died, the next `run` follows `SessionConfig.task_recovery`:
 "raise" (UnavailableError naming the task), "reinitialize" (a new actor;
 the variables living on it run their initializers again; an eager
@@ -55,7 +61,8 @@ from .worker import CONFIG_FIELDS
 
 _MAX_CACHED_RUNNERS = 256     # distinct (fetches, feeds) kept registered on the tasks
 _FAST_WAIT_S = 0.25          # how long a step's results are awaited in one call before watching each task
-_GRACE_S = 5.0               # the master waits this much longer than the tasks' own deadline
+_GRACE_S = 1.0               # the master waits this much longer than the tasks' own deadline (they check it)
+_HEALTH_S = 5.0              # a task that does not answer a ping within this is dead
 _ERRORS = {c.__name__: c for c in (
     _errors.InvalidArgumentError, _errors.NotFoundError, _errors.FailedPreconditionError,
     _errors.OutOfRangeError, _errors.UnimplementedError, _errors.UnavailableError,
@@ -86,7 +93,6 @@ class DistributedSession(Session):
         self._names = VariableRegistry()
         self._regs = itertools.count(1)
         self._steps = itertools.count(1)
-        self._in_flight: set = set()
         self._lock = threading.Lock()
         try:
             for name, task in self._tasks.items():
@@ -192,15 +198,9 @@ class DistributedSession(Session):
         began = time.time()
         with self._lock:
             step = next(self._steps)
-            self._in_flight.add(step)
-            oldest = min(self._in_flight)
-        try:
-            refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s,
-                                                    oldest, trace) for p in runner.parts]
-            results = self._gather(runner, step, refs, timeout_s + _GRACE_S)
-        finally:
-            with self._lock:
-                self._in_flight.discard(step)
+        refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s, trace)
+                for p in runner.parts]
+        results = self._gather(runner, step, refs, timeout_s)
         out = [None] * runner.n_returns
         for p, res in zip(runner.parts, results):
             for i, v in zip(p.return_index, res[1]):
@@ -219,8 +219,8 @@ class DistributedSession(Session):
             out = tuple(out)
         return out if runner.packer is None else runner.packer(out)
 
-    def _gather(self, runner, step, refs, wait_s):
-        """Every task's result of `step`; on a failure: abort, roll back, raise (module docstring)."""
+    def _gather(self, runner, step, refs, timeout_s):
+        """Every task's result of `step`; on a failure: abort the step everywhere and raise (module docstring)."""
         ray = self._ray
         try:        # the common case: every task answers soon (a failing task aborts its peers itself)
             results = ray.get(refs, timeout=_FAST_WAIT_S)
@@ -230,18 +230,17 @@ class DistributedSession(Session):
             pass
         tasks = {r: p.task for r, p in zip(refs, runner.parts)}
         results: dict = {}
-        error = None
+        errors: list = []
         pending = list(refs)
+        end = time.monotonic() + timeout_s + _GRACE_S
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1, timeout=wait_s)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=max(0.0, end - time.monotonic()))
             if not ready:
-                error = error or _errors.DeadlineExceededError(
-                    f"step {step} did not finish within {wait_s - _GRACE_S:.3g} s on tasks "
-                    f"{sorted(tasks[r] for r in pending)}")
-                self._abort(step, runner, str(error))
-                ready, pending = ray.wait(pending, num_returns=len(pending), timeout=_GRACE_S)
-                for r in pending:
-                    self._dead[tasks[r]] = "did not answer after its step was aborted"
+                errors.append(_errors.DeadlineExceededError(
+                    f"step {step} did not finish within {timeout_s:.3g} s on tasks "
+                    f"{sorted(tasks[r] for r in pending)}"))
+                self._abort(step, runner, str(errors[-1]))
+                self._check_health([tasks[r] for r in pending])     # busy is not dead
                 pending = []
             for r in ready:
                 try:
@@ -252,16 +251,27 @@ class DistributedSession(Session):
                 else:
                     exc = None if res[0] == "ok" else self._rebuild(tasks[r], res)
                 results[r] = res
-                if exc is not None and error is None:
-                    error = exc
-                    self._abort(step, runner, f"{tasks[r]} failed: {exc}")
-        if error is None:
+                if exc is not None:
+                    errors.append(exc)
+                    if len(errors) == 1:
+                        self._abort(step, runner, f"{tasks[r]} failed: {exc}")
+        if not errors:
             return [results[r] for r in refs]
-        ok = [tasks[r] for r in refs if results.get(r) is not None and results[r][0] == "ok"]
-        rollbacks = [self._actors[t].rollback.remote(step) for t in ok if t not in self._dead]
-        for t, ref in zip([t for t in ok if t not in self._dead], rollbacks):
-            self._wait_one(t, ref, wait_s)
-        raise error
+        # every task answered: the failure's own error wins over the aborts it caused on its peers, whatever
+        # order the answers came in
+        raise next((e for e in errors if not isinstance(e, _errors.AbortedError)), errors[0])
+
+    def _check_health(self, names) -> None:
+        """Mark dead the tasks among `names` that do not answer a ping within _HEALTH_S (a task still busy
+        with a step answers: its actor serves calls on other threads)."""
+        pings = {self._actors[t].ping.remote(): t for t in names if t not in self._dead}
+        answered, silent = self._ray.wait(list(pings), num_returns=len(pings), timeout=_HEALTH_S)
+        for r in silent:
+            self._dead[pings[r]] = f"did not answer a health check within {_HEALTH_S:.3g} s"
+        for r in answered:
+            status = self._wait_one(pings[r], r, 0)      # an actor that died answers with its death
+            if status is not None and pings[r] not in self._dead:
+                self._dead[pings[r]] = str(status)
 
     def _abort(self, step, runner, why) -> None:
         for p in runner.parts:

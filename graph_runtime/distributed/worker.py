@@ -15,18 +15,16 @@ A task holds:
 - a `Mailbox` for the `_Recv`s of its partitions (transport.py); peers'
   `_Send`s call `deliver`.
 
-`run(reg, step, feeds, timeout_s, oldest_live, trace)` runs one partition
+`run(reg, step, feeds, timeout_s, trace)` runs one partition
 for step `step` and returns plain data: `("ok", values, stats)` or
 `("error", class name, message, op name)` (the master rebuilds the
 exception from a fixed table of classes; no exception object with graph
 references travels).
 
-No half-updated variables: before each step the task remembers the value of
-every variable in its table (values are never mutated in place, so this is a
-dict of references).  When the step fails here, every variable still holding
-the value the step left is put back at once; when it fails elsewhere the
-master calls `rollback(step)`.  Memories of steps older than the master's
-`oldest_live` (the oldest step still in flight) are dropped.
+A failed step is not rolled back (as in TensorFlow): the variable writes its
+ops made before the failure stay.  Undoing them would be wrong while other
+steps run concurrently: a value remembered at step start would erase the
+acknowledged writes those steps made in between.
 
 Imports `eager` and `graph_runtime` modules; never imports `ray` at module
 level (the master wraps this class with `ray.remote`).
@@ -38,6 +36,7 @@ import time
 
 from eager import errors as _errors
 
+from .. import deadline
 from ..graph import Graph
 from ..graph_import import import_graph_def, variable_from_record
 from ..pipeline import prepare
@@ -65,8 +64,7 @@ class TaskServer:
         self._plans: dict = {}
         self._mailbox = Mailbox()
         self._peers: dict = {}
-        self._undo: dict = {}            # step -> (before, after): variable values around a finished step
-        self._lock = threading.Lock()    # registration and the undo table
+        self._lock = threading.Lock()    # registration and the resource table
 
     # -- setup ---------------------------------------------------------------------------
     def ping(self) -> str:
@@ -121,31 +119,30 @@ class TaskServer:
                                            f"{[k for k, _ in items]} to", op_name="_Send")
         peer.deliver.remote(step, items)               # one way: the receiver's mailbox
 
-    def run(self, reg: int, step: int, feeds: list, timeout_s: float, oldest_live: int, trace: bool = False):
-        self._drop_undo(oldest_live)
+    def run(self, reg: int, step: int, feeds: list, timeout_s: float, trace: bool = False):
         plan = self._plans.get(reg)
         if plan is None:
             return ("error", "FailedPreconditionError", f"{self.task}: partition {reg} is not registered here "
                     f"(the task restarted?)", None)
-        before = {n: v._value for n, v in self.variables.items()}
-        rendezvous = StepRendezvous(step, self.task, self._mailbox, self._send, time.monotonic() + timeout_s)
+        at = deadline.monotonic() + timeout_s
+        rendezvous = StepRendezvous(step, self.task, self._mailbox, self._send, at)
         set_current(rendezvous)
         try:
-            if trace:
-                md = RunMetadata()
-                began = time.time()             # wall clock: the master aligns every task on its step start
-                values = TracingExecutor(md).run(plan, list(feeds))
-                stats = (began, [(s.name, s.type, s.start_us, s.duration_us, s.device or self.task, s.bytes_sent,
-                                  s.bytes_saved, s.transfer_key) for s in md.step_stats])
-            else:
-                try:
-                    values = plan.fn(*feeds)
-                except Exception as e:
-                    raise plan.map_error(e) from None
-                stats = None
+            with deadline.scope(at):            # loops check it too: a busy task answers on time
+                if trace:
+                    md = RunMetadata()
+                    began = time.time()             # wall clock: the master aligns every task on its step start
+                    values = TracingExecutor(md).run(plan, list(feeds))
+                    stats = (began, [(s.name, s.type, s.start_us, s.duration_us, s.device or self.task,
+                                      s.bytes_sent, s.bytes_saved, s.transfer_key) for s in md.step_stats])
+                else:
+                    try:
+                        values = plan.fn(*feeds)
+                    except Exception as e:
+                        raise plan.map_error(e) from None
+                    stats = None
             rendezvous.flush()               # what the partition sent since its last wait
         except Exception as e:            # noqa: BLE001 - reported to the master as data
-            self._restore(before, {n: v._value for n, v in self.variables.items()})
             self._mailbox.finish(step)
             if not isinstance(e, _errors.AbortedError):
                 why = f"{self.task} failed: {type(e).__name__}: {e}"
@@ -154,32 +151,8 @@ class TaskServer:
             return error_record(e)
         finally:
             set_current(None)
-        after = {n: v._value for n, v in self.variables.items()}
-        with self._lock:
-            self._undo[step] = (before, after)
         self._mailbox.finish(step)
         return ("ok", values, stats)
-
-    def rollback(self, step: int) -> None:
-        """Undo the writes of `step`, which failed on another task (module docstring)."""
-        with self._lock:
-            memo = self._undo.pop(step, None)
-        if memo is not None:
-            self._restore(*memo)
-
-    def _restore(self, before: dict, after: dict) -> None:
-        for name, old in before.items():
-            var = self.variables.get(name)
-            if var is None or after.get(name) is old:
-                continue
-            with var._lock:
-                if var._value is after.get(name):      # a later step did not write it meanwhile
-                    var._value = old
-
-    def _drop_undo(self, oldest_live: int) -> None:
-        with self._lock:
-            for s in [s for s in self._undo if s < oldest_live]:
-                del self._undo[s]
 
     # -- variables (Saver, recovery) ------------------------------------------------------------
     def read_variables(self, names: list) -> list:

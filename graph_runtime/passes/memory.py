@@ -20,6 +20,10 @@ ever see the overwrite):
   `MatMul`/`Conv2D`/`Softmax`-style kernels -- never a `Const`, a feed, a
   variable read, an alias (`Identity`, `Reshape`, `Transpose` may return views).
 
+`import_graph_def` refuses an `InplaceElementwise` node (GraphDefError): a
+file never decides an in-place write.  A distributed session's master ships
+partitions optimized without this pass; each task runs it on its own.
+
 Runs once, last (it is not iterative).  Imports sibling pass modules, `eager`.
 """
 from __future__ import annotations
@@ -69,12 +73,20 @@ def _out_of_place(attrs) -> tuple:
     return get(attrs["op_type"]), {}
 
 
+def _refuse_import(raw_attrs):
+    # whether a buffer may be overwritten depends on who else holds it (a fed array, a variable's value):
+    # only this pass, looking at the graph that runs, may decide; a GraphDef never does
+    raise ValueError("InplaceElementwise writes into its input's buffer, which only the memory pass may decide "
+                     "for a buffer its own plan made; a GraphDef may not carry it (write the plain op, "
+                     f"{raw_attrs.get('op_type')!r:.40}; the memory pass decides again when the graph runs)")
+
+
 # `extra["writes_input"]`: the attr naming the input whose buffer the kernel overwrites, and how to make the
 # op out of place; partition.py uses it when that input arrives from another device (a buffer that may be
 # read-only, e.g. one Ray deserialized without a copy)
 INPLACE = op("InplaceElementwise", _inplace_kernel, _infer_inplace,
              doc="ufunc `op_type` writing into input `index` (made by the memory pass for dead inputs).",
-             extra={"writes_input": ("index", _out_of_place)})
+             extra={"writes_input": ("index", _out_of_place), "check_import": _refuse_import})
 
 
 def _is_ufunc_op(od) -> bool:

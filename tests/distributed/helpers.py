@@ -35,3 +35,28 @@ def mlp_graph(seed=0):
         train = gr.group(w1.assign_sub(0.1 * g1), w2.assign_sub(0.1 * g2))
         init = gr.global_variables_initializer()
     return g, dict(x=x, t=t, w1=w1, w2=w2, y=y, loss=loss, train=train, init=init)
+
+
+def counter_graph(spin_until=None):
+    """v = 10 on the ps; `q` = (v += 1) // d on worker 1, which fails when d == 0; `bump` adds 1 to v.
+
+    With `spin_until`, q's step first spins on the ps until v reaches that value (another step's `bump`
+    brings it there); the loop body's no-op write keeps the cond's read inside the loop, read afresh.
+    """
+    g = gr.Graph()
+    with g.as_default():
+        d = gr.placeholder(ek.int32, (), name="d")
+        with gr.device("/job:ps/task:0"):
+            v = ek.Variable(np.array(10, np.int32), name="v")
+            bump = v.assign_add(ek.constant(1, ek.int32))
+            waited = []
+            if spin_until is not None:
+                waited = ek.while_loop(lambda i: v.read_value() < spin_until,
+                                       lambda i: (v.assign_add(ek.constant(0, ek.int32)), i + 1)[1],
+                                       [ek.constant(0)])
+            with gr.control_dependencies(waited):
+                after = v.assign_add(ek.constant(1, ek.int32))
+        with gr.device("/job:worker/task:1"):
+            q = after // d
+        init = gr.global_variables_initializer()
+    return g, dict(d=d, v=v, bump=bump, q=q, init=init)

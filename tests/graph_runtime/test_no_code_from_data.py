@@ -169,21 +169,35 @@ def test_imported_print_may_not_choose_a_file(tmp_path):
     assert isinstance(err, GraphDefError) and "output_stream" in str(err) and repr(node["name"]) in str(err)
 
 
-def test_inplace_elementwise_names_a_ufunc_op_only():
+def _with_inplace_node(build, attrs):
+    """The GraphDef of the graph `build()` makes, its Tanh node turned into InplaceElementwise(`attrs`)."""
     g = gr.Graph()
     with g.as_default():
-        x = gr.placeholder(ek.float32, [2, 3], name="x")
-        y = ek.tanh(x)
+        y = build()
     gd = json.loads(json.dumps(g.as_graph_def()))
     node = next(n for n in gd["nodes"] if n["op"] == "Tanh")
     node["op"] = "InplaceElementwise"
-    node["attrs"] = {"op_type": "PrintV2", "index": 0}
-    err = _import_and_run(gd, y.name)
-    assert isinstance(err, GraphDefError) and "not an op whose kernel is a NumPy ufunc" in str(err)
-    node["attrs"] = {"op_type": "Tanh", "index": 5}
-    assert "not an input index" in str(_import_and_run(gd, y.name))
-    node["attrs"] = {"op_type": "Tanh", "index": 0}
-    assert _import_and_run(gd, y.name) is None
+    node["attrs"] = attrs
+    return gd, y.name
+
+
+def test_an_imported_graph_never_decides_an_in_place_write():
+    """An imported InplaceElementwise wrote into the caller's fed array and into a variable's value."""
+    def on_feed():
+        return ek.tanh(gr.placeholder(ek.float32, [2, 3], name="x"))
+
+    def on_variable():
+        v = ek.Variable(np.ones((2, 3), np.float32), name="v")
+        return ek.tanh(v.read_value())
+
+    fed = np.ones((2, 3), np.float32)
+    for build in (on_feed, on_variable):
+        for attrs in ({"op_type": "Tanh", "index": 0}, {"op_type": "PrintV2", "index": 0},
+                      {"op_type": "Tanh", "index": 5}):
+            gd, y = _with_inplace_node(build, attrs)
+            err = _import_and_run(gd, y, {"x:0": fed} if build is on_feed else {})
+            assert isinstance(err, GraphDefError) and "only the memory pass may decide" in str(err), err
+    np.testing.assert_array_equal(fed, 1.0)
 
 
 @pytest.mark.parametrize("body,field", [("body", "outputs"), ("cond", "outputs"), ("then_branch", "outputs")])

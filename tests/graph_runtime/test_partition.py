@@ -93,6 +93,35 @@ def test_variables_targets_and_control_edges_across_devices():
         assert s.run([up, v])[1].tolist() == [6, 6]        # a target on CPU:1, the variable read after it
 
 
+def test_two_devices_exchange_one_pair_per_crossing_tensor_and_nothing_else():
+    # the partitions' own barrier is the runner joining them: no "done" message travels, yet a variable read
+    # after the run sees a write another device made last (a target that nothing on the main device needs)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3,), name="x")
+        with g.device("/cpu:1"):
+            v = ek.Variable(np.zeros(3, np.float32), name="v")
+            a = ek.sin(x, name="a")
+            slow = ek.while_loop(lambda i: i < 2000, lambda i: i + 1, [ek.constant(0)])[0]
+            with g.control_dependencies([slow]):
+                late = v.assign_add(ek.ones(3), name="late")
+        with g.device("/cpu:0"):
+            y = ek.cos(a, name="y")
+        init = gr.global_variables_initializer()
+    md = gr.RunMetadata()
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2}, optimize=False)) as sess:
+        sess.run(init)
+        for k in range(1, 4):
+            got_y, _, got_v = sess.run([y, late.op, v], {x: np.ones(3, np.float32)},
+                                       options=gr.RunOptions(output_partition_graphs=True), run_metadata=md)
+            np.testing.assert_allclose(got_y, np.cos(np.sin(np.ones(3))), rtol=1e-6)
+            np.testing.assert_array_equal(got_v, [k, k, k])
+    transfers = sorted((n["op"], n["attrs"]["key"]) for gd in md.partition_graphs for n in gd["nodes"]
+                       if n["op"] in ("_Send", "_Recv"))
+    key = f"a:0;{CPU(1)};{CPU(0)}"
+    assert [op for op, _ in transfers] == ["_Recv", "_Send"] and {k for _, k in transfers} == {key}
+
+
 def test_error_on_device_1_aborts_the_step_while_device_0_waits():
     g = gr.Graph()
     with g.as_default():
@@ -244,7 +273,7 @@ def test_traced_send_stats_carry_bytes_sent_and_saved_by_compression(how):
         s.run([out, k], {x: np.ones((5, 2), np.float32), n: np.arange(3, dtype=np.int32)},
               options=gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE), run_metadata=md)
     sends = {st.name.split("/")[0]: (st.bytes_sent, st.bytes_saved) for st in md.step_stats if st.type == "_Send"}
-    assert sends == {"y": (20, 20) if how else (40, 0), "m": (12, 0), "_done": (4, 0)}
+    assert sends == {"y": (20, 20) if how else (40, 0), "m": (12, 0)}
     assert all(st.bytes_sent == st.bytes_saved == 0 for st in md.step_stats if st.type != "_Send")
 
 
@@ -326,8 +355,7 @@ def test_partition_graphs_keep_op_names_and_name_transfers_after_them():
         sess.run(y, {x: np.ones(4, np.float32)}, options=gr.RunOptions(output_partition_graphs=True),
                  run_metadata=md)
     names = sorted(n["name"] for gd in md.partition_graphs for n in gd["nodes"])
-    assert names == sorted(["x/_feed_0", "a", "a/_send_0", "a/_recv_0", "b", "y", "_done", "_done/_send",
-                            "_done/_recv"])
+    assert names == sorted(["x/_feed_0", "a", "a/_send_0", "a/_recv_0", "b", "y"])
 
 
 def _two_device_graph():
