@@ -11,8 +11,13 @@ so renaming a variable does not break restoring while moving it does:
 `obj` may be a `Module`, a Variable, or a list/tuple/dict of them.  Paths
 are found by walking Module attributes in sorted order and containers in
 order (like `Module.variables`), each variable once (its first path).  Other
-objects (optimizers included) are not walked: put their variables in a dict,
-e.g. `save_checkpoint({"model": m, "step": step_var}, path)`.
+objects are not walked (optimizers are, see below): put their variables in a dict,
+e.g. `save_checkpoint({"model": m, "step": step_var}, path)`.  An optimizer
+(any object with `_checkpoint_children()`) contributes its step counter,
+hyperparameter variables and slots: `optimizer.iterations`,
+`optimizer.slots_m[0]` (slots indexed in the order the optimizer first saw
+its variables).  Restoring into a fresh optimizer needs its slots first:
+`opt.build(model.trainable_variables)`.
 
 Directory layout (written atomically like `tracing.save`):
 
@@ -69,6 +74,10 @@ def variable_paths(obj) -> dict:
             children = [(f"{path}[{k!r}]", x[k]) for k in sorted(x, key=repr)]
         elif isinstance(x, (list, tuple)):
             children = [(f"{path}[{i}]", v) for i, v in enumerate(x)]
+        elif callable(getattr(x, "_checkpoint_children", None)):
+            # an optimizer: its step counter, hyperparameters and slots (eager/optimizers.py)
+            kids = x._checkpoint_children()
+            children = [(f"{path}.{k}" if path else k, kids[k]) for k in sorted(kids)]
         elif isinstance(x, Module):
             attrs = vars(x)
             children = [(f"{path}.{k}" if path else k, attrs[k]) for k in sorted(attrs)
@@ -150,6 +159,13 @@ def read_checkpoint(path: str) -> dict:
     return out
 
 
+def _slot_hint(unexpected) -> str:
+    if any(".slots_" in p or p.startswith("slots_") for p in unexpected):
+        return ("; the checkpoint holds optimizer slots the optimizer does not have yet: call "
+                "optimizer.build(model.trainable_variables) before restoring")
+    return ""
+
+
 def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> RestoreStatus:
     """Assign the values stored in checkpoint `path` to the variables of `obj` (see module docstring).
 
@@ -161,7 +177,8 @@ def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> Rest
     if strict and (status.missing or status.unexpected):
         raise SavedModelError(f"restore_checkpoint({path}): the checkpoint does not match the object: variables "
                               f"missing from the checkpoint: {status.missing}; in the checkpoint but not in the "
-                              f"object: {status.unexpected} (pass strict=False to restore the matching ones)")
+                              f"object: {status.unexpected} (pass strict=False to restore the matching ones)"
+                              f"{_slot_hint(status.unexpected)}")
     todo = []
     for p, var in paths.items():
         if p not in values:
