@@ -29,6 +29,7 @@ from .ops.sorting import *  # noqa: F401,F403
 from .ops.contraction import *  # noqa: F401,F403
 from .ops import strings
 from .ops import nn, random, debugging
+from .ops.clipping import *  # noqa: F401,F403
 from .ops.logging import print  # noqa: A001 - TensorFlow's name (tf.print)
 from .variables import Variable
 from .tape import GradientTape
@@ -36,7 +37,8 @@ from .custom_gradient import custom_gradient
 from .control_flow import cond, while_loop, switch_case
 from .tensor_array import TensorArray
 from .module import Module
-from . import optimizers
 from . import summary
 from . import data
 from . import tensor_operators as _tensor_operators  # installs +, -, [], ... on Tensor and Variable
+from . import keras, optimizers  # last: they use the names above
+

@@ -43,9 +43,9 @@ def _check_like(opname, var, old, **values):
                                        f"{var.name} of shape {list(np.shape(old))}", op_name=opname)
 
 
-def fused_step(opname, var, slots, grad, t, iterations, compute, lr=None, wd=None, decay=False):
+def fused_step(opname, var, slots, grad, t, iterations, compute, lr=None, wd=None, decay=False, also_locked=()):
     """Run `compute(dt, old, slot_values, grad, step) -> (new, new_slot_values)` atomically (module docstring)."""
-    touched = (var, *slots) + ((iterations,) if iterations is not None else ())
+    touched = (var, *slots, *also_locked) + ((iterations,) if iterations is not None else ())
 
     def update():
         old = _read_kernel(var)
@@ -99,6 +99,91 @@ def _adam_kernel(lr, beta_1, beta_2, epsilon, wd, t, grad, var, m, v, vhat=None,
     return fused_step("ResourceApplyAdam", var, slots, grad, t, iterations, compute, lr, wd, decay)
 
 
+def _sgd_kernel(lr, wd, t, grad, var, decay=False, iterations=None):
+    """Keras SGD without momentum: var <- var - g*lr (used when weight decay must share the kernel)."""
+    def compute(dt, old, slots, g, step):
+        return np.subtract(old, np.multiply(g, dt(lr))), []
+    return fused_step("ResourceApplyKerasSGD", var, (), grad, t, iterations, compute, lr, wd, decay)
+
+
+def _rmsprop_kernel(lr, rho, momentum, epsilon, wd, t, grad, var, velocity, mom=None, average=None, decay=False,
+                    iterations=None):
+    """Keras RMSprop: v <- rho*v + (1-rho)*g^2; inc = lr*g / sqrt(v [- avg^2] + eps); var -= inc (or momentum)."""
+    def compute(dt, old, slots, g, step):
+        r, one_minus = dt(rho), dt(1 - rho)
+        new_v = np.add(np.multiply(r, slots[0]), np.multiply(one_minus, np.square(g)))
+        out, k = [new_v], 1
+        if mom is not None:
+            k += 1
+        if average is not None:
+            new_avg = np.add(np.multiply(r, slots[k]), np.multiply(one_minus, g))
+            denominator = np.add(np.subtract(new_v, np.square(new_avg)), dt(epsilon))
+        else:
+            denominator = np.add(new_v, dt(epsilon))
+        increment = np.divide(np.multiply(dt(lr), g), np.sqrt(denominator))
+        if mom is not None:
+            new_mom = np.add(np.multiply(dt(momentum), slots[1]), increment)
+            out.append(new_mom)
+            increment = new_mom
+        if average is not None:
+            out.append(new_avg)
+        return np.subtract(old, increment), out
+    slots = (velocity,) + ((mom,) if mom is not None else ()) + ((average,) if average is not None else ())
+    return fused_step("ResourceApplyKerasRMSprop", var, slots, grad, t, iterations, compute, lr, wd, decay)
+
+
+def _adagrad_kernel(lr, epsilon, wd, t, grad, var, accum, decay=False, iterations=None):
+    """Keras Adagrad: acc += g^2; var -= lr*g / sqrt(acc + eps)."""
+    def compute(dt, old, slots, g, step):
+        acc = np.add(slots[0], np.square(g))
+        return np.subtract(old, np.divide(np.multiply(dt(lr), g), np.sqrt(np.add(acc, dt(epsilon))))), [acc]
+    return fused_step("ResourceApplyKerasAdagrad", var, (accum,), grad, t, iterations, compute, lr, wd, decay)
+
+
+def _adadelta_kernel(lr, rho, epsilon, wd, t, grad, var, accum_grad, accum_delta, decay=False, iterations=None):
+    """Keras Adadelta: Eg <- rho*Eg + (1-rho)g^2; d = -sqrt(Ed+eps)*g/sqrt(Eg+eps); Ed <- rho*Ed + (1-rho)d^2;
+    var += lr*d."""
+    def compute(dt, old, slots, g, step):
+        r, one_minus, eps = dt(rho), dt(1 - rho), dt(epsilon)
+        acc_g = np.add(np.multiply(r, slots[0]), np.multiply(one_minus, np.square(g)))
+        delta = np.negative(np.divide(np.multiply(np.sqrt(np.add(slots[1], eps)), g), np.sqrt(np.add(acc_g, eps))))
+        acc_d = np.add(np.multiply(r, slots[1]), np.multiply(one_minus, np.square(delta)))
+        return np.add(old, np.multiply(dt(lr), delta)), [acc_g, acc_d]
+    return fused_step("ResourceApplyKerasAdadelta", var, (accum_grad, accum_delta), grad, t, iterations, compute,
+                      lr, wd, decay)
+
+
+def nadam_u_product(u, beta_1, step):
+    """Keras Nadam's running product after step `step`: u * beta_1 * (1 - 0.5 * 0.96^step), in u's dtype."""
+    dt = u.dtype.type
+    return np.multiply(np.multiply(u, dt(beta_1)), np.subtract(dt(1.0), np.multiply(dt(0.5), np.power(dt(0.96),
+                                                                                                    dt(step)))))
+
+
+def _nadam_kernel(lr, beta_1, beta_2, epsilon, wd, t, grad, var, m, v, u_product, first=False, decay=False,
+                  iterations=None):
+    """Keras Nadam (momentum schedule 0.96); the step's first variable advances the shared `u_product`."""
+    def compute(dt, old, slots, g, step):
+        if first:
+            u_product._value = nadam_u_product(_read_kernel(u_product), beta_1, step)
+        one, half, decay_rate = dt(1), dt(0.5), dt(0.96)
+        b1, b2, local, following = dt(beta_1), dt(beta_2), dt(step), dt(step + 1)
+        u_t = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, local))))
+        u_t_1 = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, following))))
+        u_prod_t = dt(_read_kernel(u_product))
+        u_prod_t_1 = np.multiply(u_prod_t, u_t_1)
+        b2_power = np.power(b2, local)
+        new_m = np.add(slots[0], np.multiply(np.subtract(g, slots[0]), np.subtract(one, b1)))
+        new_v = np.add(slots[1], np.multiply(np.subtract(np.square(g), slots[1]), np.subtract(one, b2)))
+        m_hat = np.add(np.divide(np.multiply(u_t_1, new_m), np.subtract(one, u_prod_t_1)),
+                       np.divide(np.multiply(np.subtract(one, u_t), g), np.subtract(one, u_prod_t)))
+        v_hat = np.divide(new_v, np.subtract(one, b2_power))
+        new = np.subtract(old, np.divide(np.multiply(m_hat, dt(lr)), np.add(np.sqrt(v_hat), dt(epsilon))))
+        return new, [new_m, new_v]
+    return fused_step("ResourceApplyKerasNadam", var, (m, v), grad, t, iterations, compute, lr, wd, decay,
+                      also_locked=(u_product,))
+
+
 APPLY_KERAS_MOMENTUM = op(
     "ResourceApplyKerasMomentum", _momentum_kernel, _infer_read, effect="write",
     extra={"writes": ("var", "accum", "iterations")},
@@ -109,3 +194,25 @@ APPLY_ADAM = op(
     extra={"writes": ("var", "m", "v", "vhat", "iterations")},
     doc="One Adam step in one atomic op (inputs lr, beta_1, beta_2, epsilon, wd, t, grad; attrs var, m, v, "
         "vhat, decay, iterations).")
+APPLY_KERAS_SGD = op(
+    "ResourceApplyKerasSGD", _sgd_kernel, _infer_read, effect="write", extra={"writes": ("var", "iterations")},
+    doc="Plain SGD with weight decay in one atomic op (inputs lr, wd, t, grad; attrs var, decay, iterations).")
+APPLY_KERAS_RMSPROP = op(
+    "ResourceApplyKerasRMSprop", _rmsprop_kernel, _infer_read, effect="write",
+    extra={"writes": ("var", "velocity", "mom", "average", "iterations")},
+    doc="One RMSprop step in one atomic op (inputs lr, rho, momentum, epsilon, wd, t, grad; attrs var, velocity, "
+        "mom, average, decay, iterations).")
+APPLY_KERAS_ADAGRAD = op(
+    "ResourceApplyKerasAdagrad", _adagrad_kernel, _infer_read, effect="write",
+    extra={"writes": ("var", "accum", "iterations")},
+    doc="One Adagrad step in one atomic op (inputs lr, epsilon, wd, t, grad; attrs var, accum, decay, iterations).")
+APPLY_KERAS_ADADELTA = op(
+    "ResourceApplyKerasAdadelta", _adadelta_kernel, _infer_read, effect="write",
+    extra={"writes": ("var", "accum_grad", "accum_delta", "iterations")},
+    doc="One Adadelta step in one atomic op (inputs lr, rho, epsilon, wd, t, grad; attrs var, accum_grad, "
+        "accum_delta, decay, iterations).")
+APPLY_KERAS_NADAM = op(
+    "ResourceApplyKerasNadam", _nadam_kernel, _infer_read, effect="write",
+    extra={"writes": ("var", "m", "v", "u_product", "iterations")},
+    doc="One Nadam step in one atomic op (inputs lr, beta_1, beta_2, epsilon, wd, t, grad; attrs var, m, v, "
+        "u_product, first, decay, iterations).")

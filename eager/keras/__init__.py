@@ -1,0 +1,2 @@
+"""`eager.keras`: Keras 3's surface, spelled as `tf.keras`, on graphjit's eager core."""
+from . import optimizers  # noqa: F401
