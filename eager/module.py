@@ -3,7 +3,8 @@
 Variables and sub-modules are found by walking the instance's attributes
 (including lists, tuples and dicts of them), in sorted attribute order, each
 object once.  `with self.name_scope:` prefixes names created inside with the
-module's name.
+module's name.  A module marked by a checkpoint restore (`eager.train`) hands
+each new attribute to it, so weights created later get their saved values.
 """
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ class Module:
     def __init__(self, name: str | None = None):
         self._name = name or _camel_to_snake(type(self).__name__)
         self._scope_name = _context.current_name_scope() + self._name
+
+    def __setattr__(self, name, value):
+        object.__setattr__(self, name, value)
+        if self.__dict__.get("_graphjit_deferred"):      # a restore waits for variables below this module
+            from .train.checkpoint import notify
+            notify(self, name, value)
 
     @property
     def name(self) -> str:
@@ -42,7 +49,7 @@ class Module:
                 if not is_root and not recurse_into_modules:
                     continue
                 attrs = vars(obj)
-                children = [attrs[k] for k in sorted(attrs) if not k.startswith("_abc")]
+                children = [attrs[k] for k in sorted(attrs) if not k.startswith(("_abc", "_graphjit"))]
             elif isinstance(obj, dict):
                 children = [obj[k] for k in sorted(obj, key=repr)]
             elif isinstance(obj, (list, tuple)):

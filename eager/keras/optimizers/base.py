@@ -183,6 +183,9 @@ class Optimizer:
                 for kind in self._slot_kinds:
                     self._slot(var, kind)
                 self._tracked.append(var)
+        if self.__dict__.get("_graphjit_deferred"):      # a restore waits for these slots (eager.train)
+            from ...train.checkpoint import notify
+            notify(self)
 
     def _create_state(self, var):
         """Optimizer-wide state created with the first variable (Nadam's running product)."""
