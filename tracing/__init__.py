@@ -8,8 +8,9 @@ from eager.tensor_spec import TensorSpec
 from .function import Function, RetraceWarning, function
 from .concrete import ConcreteFunction
 from .retrace_log import RetraceError, TraceRecord, no_retrace
+from .run_eagerly import functions_run_eagerly, run_functions_eagerly
 from .save import Saver, SavedModelError, load, restore_checkpoint, save, save_checkpoint
 
 __all__ = ["function", "Function", "ConcreteFunction", "TensorSpec", "RetraceError", "RetraceWarning",
            "TraceRecord", "no_retrace", "save", "load", "save_checkpoint", "restore_checkpoint", "Saver",
-           "SavedModelError"]
+           "SavedModelError", "run_functions_eagerly", "functions_run_eagerly"]

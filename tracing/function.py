@@ -25,6 +25,7 @@ from eager.tensor_spec import TensorSpec
 from eager.gc_pause import no_cyclic_gc
 
 from . import explain as _explain
+from . import run_eagerly as _run_eagerly
 from .concrete import ConcreteFunction, trace_concrete
 from .retrace_log import RecentCalls, RetraceError, TraceRecord, retrace_forbidden, user_call_site
 from .signature import ArgInfo, call_key, cast_to_signature, describe
@@ -75,6 +76,8 @@ class Function:
             if kwargs:
                 args, kwargs = self._by_position(args, kwargs)
             args = cast_to_signature(self._name, self._input_signature, args, self._arg_names)
+        if _run_eagerly._run_eagerly:          # the debugging switch: plain Python on eager tensors
+            return self.python_function(*args, **kwargs)
         key = call_key(args, kwargs)
         cf = self._dispatch.get(key)
         if cf is None:
