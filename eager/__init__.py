@@ -40,5 +40,5 @@ from .module import Module
 from . import summary
 from . import data
 from . import tensor_operators as _tensor_operators  # installs +, -, [], ... on Tensor and Variable
-from . import keras, linalg, optimizers, train  # last: they use the names above
+from . import keras, linalg, math, optimizers, train  # last: they use the names above
 

@@ -413,3 +413,5 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     noise = _random.uniform(shape_of(x) if noise_shape is None else noise_shape, dtype=x.dtype, seed=seed)
     keep = cast(greater_equal(noise, rate_t), x.dtype)
     return multiply(multiply(x, keep), reciprocal(subtract(1, rate_t)), name=name)
+
+from .tf_math import batch_normalization, embedding_lookup, gelu, moments  # noqa: E402,F401 - TF's tf.nn names
