@@ -247,3 +247,8 @@ def uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None):
     lo = minval if isinstance(minval, Tensor) else convert_to_tensor(minval, dtype=dt)
     hi = maxval if isinstance(maxval, Tensor) else convert_to_tensor(maxval, dtype=dt)
     return _affine(x, subtract(hi, lo), lo, dt, False, _is_const(minval, 0))
+
+from .random_sampling import (Generator, categorical, shuffle, stateless_categorical,  # noqa: E402,F401
+                              stateless_normal, stateless_truncated_normal, stateless_uniform, truncated_normal)
+__all__ += ["truncated_normal", "categorical", "shuffle", "stateless_normal", "stateless_uniform",
+            "stateless_truncated_normal", "stateless_categorical", "Generator"]
