@@ -30,6 +30,8 @@ from graph_runtime.compiler import prune
 from graph_runtime.op_traits import run_targets
 from graph_runtime.operation import frames_stop_at, is_framework_file
 from graph_runtime import placeholder
+
+from .inline import inline as _inline
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
 from .retrace_log import PhaseTimes
@@ -148,6 +150,11 @@ class ConcreteFunction:
                                 f"{spec!r}")
             arrays.append(t._value)
         return self._run(arrays)
+
+    def inline(self, *args, **kwargs):
+        """While another graph is being built: this function's traced ops copied into it on these
+        arguments, without running the Python again (`inline.py`)."""
+        return self._pack(_inline(self, [x for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]))
 
     # -- introspection -----------------------------------------------------------
     def _accepts(self, args, kwargs) -> bool:

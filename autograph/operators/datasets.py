@@ -13,15 +13,17 @@ over an iterator, the iterator continues from where the loop stopped.
 from __future__ import annotations
 
 from . import staging
-from ._tensors import ek
+from ._tensors import _PLAIN, ek
 
 
 def staged_source(x):
     """`(stream, state, iterator or None)` when `x` is a dataset or graph iterator to stage, else None."""
-    e = ek()
-    data = getattr(e, "data", None)
-    if data is None or e.executing_eagerly():
+    if isinstance(x, _PLAIN) or not getattr(x, "_is_dataset", False) and type(x).__name__ != "GraphIterator":
         return None
+    e = ek()
+    if e.executing_eagerly():
+        return None
+    from eager import data
     from eager.data import lowering
     if isinstance(x, data.Dataset):
         stream = lowering.stream_of(x)

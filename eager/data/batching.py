@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .. import nest
-from ..convert import convert_to_tensor
 from ..errors import InvalidArgumentError
 from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
@@ -106,7 +105,8 @@ class PaddedBatch:
                 raise ValueError(f"padded_batch: padded shape {shp} does not fit the component spec {s.shape}")
         values = [None] * len(specs) if padding_values is None else structure.flatten_up_to(spec, padding_values, "padding_values")
         self.pads = [np.array(b"" if s.dtype.name == "string" else 0, dtype=s.dtype.as_numpy_dtype)
-                     if v is None else convert_to_tensor(v, dtype=s.dtype).numpy() for s, v in zip(specs, values)]
+                     if v is None else np.asarray(_known(v, "padding_values"), dtype=s.dtype.as_numpy_dtype)
+                     for s, v in zip(specs, values)]
         self.spec = nest.pack_sequence_as(spec, [TensorSpec([self.size if self.drop else None] + shp, s.dtype)
                                                  for s, shp in zip(specs, self.shapes)])
 
@@ -132,15 +132,28 @@ class PaddedBatch:
         return _batch_cardinality(self.inputs[0].cardinality(), self.size, self.drop)
 
 
+def _known(value, what):
+    """A Python/NumPy value (or an eager tensor's), needed while the dataset is being built."""
+    if isinstance(value, Tensor):
+        static = getattr(value, "_static_value", None)       # a constant made inside a graph
+        if static is not None:
+            return np.asarray(static)
+        if value._is_symbolic:
+            raise TypeError(f"{what} must be known when the dataset is built (a Python value or an eager "
+                            f"tensor), got the symbolic tensor {value.name}")
+        return value.numpy()
+    return np.asarray(value)
+
+
 def _dims(shape):
     if shape is None or isinstance(shape, (list, tuple)):
         return shape
     if hasattr(shape, "dims"):
         return shape.dims
-    return convert_to_tensor(shape).numpy().tolist()
+    return _known(shape, "padded_shapes").tolist()
 
 
-def _unbatched_spec(spec, what):
+def unbatched_spec(spec, what):
     def leaf(s):
         if s.shape.rank == 0:
             raise ValueError(f"{what}: the elements must have a first dimension, got a scalar component")
@@ -162,7 +175,7 @@ def _rows(element):
 class Unbatch:
     def __init__(self, node):
         self.inputs = (node,)
-        self.spec = _unbatched_spec(node.spec, "unbatch")
+        self.spec = unbatched_spec(node.spec, "unbatch")
 
     def iterate(self):
         for element in self.inputs[0].iterate():
@@ -178,15 +191,15 @@ class Rebatch:
 
     def __init__(self, node, batch_size, drop_remainder=False):
         self.inputs = (node,)
-        sizes = np.atleast_1d(convert_to_tensor(batch_size).numpy()).tolist()
+        sizes = np.atleast_1d(_known(batch_size, "rebatch batch_size")).tolist()
         self.sizes = [_check_size(s, "rebatch") for s in sizes]
         self.drop = bool(drop_remainder)
-        row = _unbatched_spec(node.spec, "rebatch")
+        row = unbatched_spec(node.spec, "rebatch")
         static = self.drop and len(set(self.sizes)) == 1
         self.spec = _batched_spec(row, self.sizes[0], static)
 
     def iterate(self):
-        row_spec = _unbatched_spec(self.inputs[0].spec, "rebatch")
+        row_spec = unbatched_spec(self.inputs[0].spec, "rebatch")
         chunk, k = [], 0
         for element in self.inputs[0].iterate():
             for r in _rows(element):

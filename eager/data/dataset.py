@@ -233,10 +233,15 @@ class Iterator:
         return self
 
     def __next__(self):
+        if not _context.executing_eagerly():
+            raise RuntimeError(
+                "an eager.data iterator made outside a graph cannot be advanced while a graph is being built "
+                "(@function): its next element would be frozen into the graph as a constant. Make the iterator "
+                "inside the function (iter(ds) there is staged), or pass the elements as arguments")
         return next(self._it)
 
     def get_next(self):
         try:
-            return next(self._it)
+            return self.__next__()
         except StopIteration:
             raise OutOfRangeError("End of sequence") from None

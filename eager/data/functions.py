@@ -5,8 +5,8 @@ graph compiler (`eager.compiler_hook.function_compiler()`: `@function` with
 AutoGraph) and an `input_signature` made from the element spec, and traces it
 right away, as `tf.data` does when the dataset is built: the Python body runs
 once, and every element afterwards replays the compiled graph.  Inside a graph
-being built (the staged form of a dataset loop) the same compiled function is
-called on symbolic tensors and is inlined there.
+being built (the staged form of a dataset loop) that traced graph is copied in
+(`ConcreteFunction.inline`), so the Python does not run again.
 
 Arguments follow `tf.data`: an element that is exactly a `tuple` is unpacked
 into positional arguments; a dict, a namedtuple or a tensor is one argument.
@@ -16,6 +16,7 @@ those functions run in Python (TF builds a dataset graph there instead).
 """
 from __future__ import annotations
 
+from .. import context as _context
 from .. import nest
 from ..compiler_hook import function_compiler
 from ..tensor_spec import TensorSpec
@@ -43,13 +44,19 @@ class StructuredFunction:
         if self.traced:
             self.compiled = function_compiler()(fn, input_signature=list(self.arg_specs))
             concrete = self.compiled.get_concrete_function()
+            # a compiler whose concrete functions can be inlined lets staged loops reuse this trace;
+            # otherwise the compiled function is called there, which runs its Python again
+            self.inline = getattr(concrete, "inline", None)
             outputs = concrete.structured_outputs
             self.output_spec = _output_spec(outputs, what)
         else:
-            self.compiled = fn
+            self.compiled, self.inline = fn, None
             self.output_spec = None   # known after the first call
 
     def __call__(self, *args):
+        if self.traced and not _context.executing_eagerly() and self.inline is not None:
+            # staging a dataset loop: copy the graph traced when the dataset was built (no Python runs)
+            return structure.normalize_output(self.inline(*args), self.what)
         return structure.normalize_output(self.compiled(*args), self.what)
 
     def call_element(self, element):

@@ -83,6 +83,7 @@ class Stream:
     """A lowered node (see module doc).  Random-access streams also define `count()` and `get(i)`."""
 
     random_access = False
+    pure_get = False      # get(i) only reads tensors (no map function), so a clamped extra read is harmless
 
     def __init__(self, spec):
         self.spec = spec
@@ -102,11 +103,28 @@ class Stream:
         n = self.count()
         valid = i < n
         static = self.static_count()
-        if static is not None and static > 0:
+        if self.pure_get and static is not None and static > 0:     # clamped read: no cond needed
             element = self.get(ek.minimum(i, n - 1))
         else:
             (element,) = when(valid, lambda: (self.get(i),), self.spec)
         return valid, element, [i + 1]
+
+
+class Wrapped(Stream):
+    """A stream over one input whose state is the input's state followed by `extra` scalars."""
+
+    extra = 0
+
+    def __init__(self, node, up):
+        super().__init__(node.spec)
+        self.node, self.up = node, up
+        self.k = len(up.invariants())
+
+    def init(self, epoch):
+        return list(self.up.init(epoch)) + [ek.constant(0, int64)] * self.extra
+
+    def invariants(self):
+        return list(self.up.invariants()) + [SCALAR] * self.extra
 
 
 def _check_end(valid):

@@ -22,7 +22,7 @@ def _i64(x):
 
 # -- random-access sources ------------------------------------------------------------
 class Slices(Stream):
-    random_access = True
+    random_access = pure_get = True
 
     def __init__(self, node):
         super().__init__(node.spec)
@@ -41,7 +41,7 @@ class Slices(Stream):
 
 
 class Range(Stream):
-    random_access = True
+    random_access = pure_get = True
 
     def __init__(self, node):
         super().__init__(node.spec)
@@ -89,6 +89,10 @@ class MapAccess(_OverAccess):
 
 
 class EnumerateAccess(_OverAccess):
+    @property
+    def pure_get(self):
+        return self.up.pure_get
+
     def get(self, i):
         return (i + self.node.start, self.up.get(i))
 
@@ -99,6 +103,7 @@ class ZipAccess(Stream):
     def __init__(self, node, ups):
         super().__init__(node.spec)
         self.node, self.ups = node, ups
+        self.pure_get = all(u.pure_get for u in ups)
 
     def static_count(self):
         counts = [u.static_count() for u in self.ups]

@@ -13,7 +13,8 @@ import eager as ek
 from .. import nest
 from ..dtypes import int64
 from . import batching, sources, structure, transforms
-from .lowering import SCALAR, Stream, flat, loop, relaxed, spec_shapes, when
+from .lowering import SCALAR, Stream, Wrapped, flat, loop, relaxed, spec_shapes, when
+from .lowering_batches import BatchStream, RowsOf, UnbatchStream, padding
 from .lowering_access import EnumerateAccess, MapAccess, Range, ShuffleStream, Slices, ZipAccess
 
 
@@ -44,23 +45,6 @@ class FromTensors(Stream):
 
     def next(self, state):
         return state[0] < 1, self.node.structure, [state[0] + 1]
-
-
-class Wrapped(Stream):
-    """A stream over one input whose state is the input's state followed by `extra` scalars."""
-
-    extra = 0
-
-    def __init__(self, node, up):
-        super().__init__(node.spec)
-        self.node, self.up = node, up
-        self.k = len(up.invariants())
-
-    def init(self, epoch):
-        return list(self.up.init(epoch)) + [ek.constant(0, int64)] * self.extra
-
-    def invariants(self):
-        return list(self.up.invariants()) + [SCALAR] * self.extra
 
 
 class MapStream(Wrapped):
@@ -201,40 +185,6 @@ class ShardStream(Wrapped):
         return v, e, list(s) + [i + gap + 1]
 
 
-class BatchStream(Wrapped):
-    """One while loop per batch: pull up to batch_size elements into TensorArrays, then stack."""
-
-    def next(self, state):
-        size, up_spec = self.node.size, self.node.inputs[0].spec
-        specs = flat(up_spec)
-        arrays = [ek.TensorArray(s.dtype, size=0, dynamic_size=True, element_shape=s.shape) for s in specs]
-        n_a = len(arrays)
-
-        def cond(count, valid, *rest):
-            return ek.logical_and(valid, count < size)
-
-        def body(count, valid, *rest):
-            arrs, s = list(rest[:n_a]), list(rest[n_a:])
-            v, e, s = self.up.next(s)
-            new = ek.cond(v, lambda: tuple(a.write(count, x) for a, x in zip(arrs, flat(e))),
-                          lambda: tuple(arrs))
-            new = list(new) if isinstance(new, (list, tuple)) else [new]
-            return tuple([count + ek.cast(v, int64), v] + new + list(s))
-        shapes = [SCALAR, SCALAR] + [(a.flow.shape,) for a in arrays] + self.up.invariants()
-        out = ek.while_loop(cond, body, tuple([ek.constant(0, int64), ek.constant(True)] + arrays +
-                                              list(state)), shape_invariants=shapes)
-        count, arrs, s = out[0], out[2:2 + n_a], list(out[2 + n_a:])
-        def stacked():
-            return (relaxed(nest.pack_sequence_as(up_spec, [a.stack() for a in arrs]), self.spec),)
-        if self.node.drop:      # a short last batch is dropped: its static shape would not fit the spec
-            valid = ek.equal(count, size)
-            (batch,) = when(valid, stacked, self.spec)
-        else:
-            valid = count > 0
-            (batch,) = stacked()
-        return valid, batch, s
-
-
 class ScanStream(Wrapped):
     def __init__(self, node, up):
         super().__init__(node, up)
@@ -323,6 +273,21 @@ class ConcatenateStream(Stream):
         return out[n_e], nest.pack_sequence_as(self.spec, out[:n_e]), out[n_e + 1:]
 
 
+def _padded_batch(node):
+    """padded_batch with fully known padded shapes: each element padded, then batched as by `batch`."""
+    if any(shape is None or None in shape for shape in node.shapes):
+        raise NotImplementedError(
+            "padded_batch inside a graph needs fully known padded_shapes (e.g. padded_shapes=[10]): padding to "
+            "the longest element of each batch is only done eagerly")
+    row_spec, pad = padding(node)
+    return BatchStream(node, lower(node.inputs[0]), row_spec=row_spec, pad=pad)
+
+
+def _rebatch(node):
+    rows = UnbatchStream(RowsOf(node), lower(node.inputs[0]))
+    return BatchStream(node, rows, node.sizes, rows.spec)
+
+
 def _map(node):
     up = lower(node.inputs[0])
     return MapAccess(node, up) if up.random_access else MapStream(node, up)
@@ -361,4 +326,7 @@ _STREAMS = {
     transforms.Scan: _one(ScanStream),
     transforms.TakeWhile: _one(TakeWhileStream),
     batching.Batch: _one(BatchStream),
+    batching.Unbatch: _one(UnbatchStream),
+    batching.Rebatch: _rebatch,
+    batching.PaddedBatch: _padded_batch,
 }

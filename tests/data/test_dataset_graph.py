@@ -48,6 +48,11 @@ PIPELINES = {
     "take_while": lambda: Dataset.range(10).take_while(lambda x: x < 4),
     "batch_unbatched_sum": lambda: Dataset.range(7).batch(3).map(lambda b: ek.reduce_sum(b)),
     "batch_drop": lambda: Dataset.range(7).batch(3, drop_remainder=True).map(lambda b: ek.reduce_max(b)),
+    "unbatch": lambda: Dataset.range(7).batch(3).unbatch().map(lambda x: x * 10),
+    "filter_batch_unbatch": lambda: Dataset.range(12).filter(lambda x: x % 4 != 0).batch(4).unbatch(),
+    "rebatch": lambda: Dataset.range(9).batch(4).rebatch([3, 1]).map(lambda b: ek.reduce_sum(b) * 10 + ek.size(b, ek.int64)),
+    "padded_batch": lambda: Dataset.range(1, 6).map(lambda x: ek.fill([x], x)).padded_batch(
+        2, padded_shapes=[6], padding_values=ek.constant(-1, ek.int64)).map(lambda b: ek.reduce_sum(b)),
     "from_tensors": lambda: Dataset.from_tensors(ek.constant(4, ek.int64)).repeat(2),
 }
 
@@ -124,10 +129,8 @@ def test_loop_is_traced_once_and_never_unrolled():
             return s
         assert int(f()) == sum(i * i for i in range(n))
         return len(f.get_concrete_function().graph.get_operations())
-    small = graph_size(10)
-    traced_for_small = len(calls)
-    assert graph_size(1000) == small
-    assert len(calls) == 2 * traced_for_small     # the Python body runs per trace, never per element
+    assert graph_size(10) == graph_size(1000)
+    assert len(calls) == 2          # one trace of the map function per dataset built, none when staging
 
 
 def test_iter_and_next_inside_a_function():
@@ -230,3 +233,40 @@ def test_datasets_are_values_passed_to_functions():
         return s
     assert int(total(Dataset.range(4))) == 6
     assert int(total(Dataset.range(5).map(lambda x: x * 2))) == 20
+
+
+def test_an_eager_iterator_cannot_be_frozen_into_a_graph():
+    it = iter(Dataset.range(5))
+
+    @function
+    def f():
+        return next(it) * 2
+    with pytest.raises(RuntimeError, match="frozen into the graph"):
+        f()
+    assert int(next(it)) == 0           # the iterator did not move
+
+
+def test_map_functions_with_variables_and_effects_run_once_per_element_when_staged():
+    counter = ek.Variable(ek.constant(0, ek.int64))
+    scale = ek.Variable(ek.constant(3, ek.int64))
+
+    def count(x):
+        counter.assign_add(1)
+        if x > 2:
+            x = x * scale
+        return x
+
+    ds = Dataset.range(5).map(count).filter(lambda x: x != 1)
+
+    @function
+    def f():
+        s = ek.constant(0, ek.int64)
+        for x in ds:
+            s += x
+        return s
+    assert int(f()) == 0 + 2 + 9 + 12
+    assert int(counter) == 5
+    scale.assign(10)                  # the staged map reads the variable, not its value at trace time
+    assert int(f()) == 0 + 2 + 30 + 40
+    assert int(counter) == 10
+    assert eager_values(ds) == [0, 2, 30, 40]
