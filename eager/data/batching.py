@@ -80,12 +80,30 @@ class Batch:
         self.spec = _batched_spec(node.spec, self.size, self.drop)
 
     def iterate(self):
+        gathered = getattr(self.inputs[0], "index_source", None)
+        source = gathered() if gathered is not None else None
+        if source is not None:
+            yield from _gathered_batches(source, self.size, self.drop)
+            return
         spec = self.inputs[0].spec
         for chunk in _chunks(self.inputs[0].iterate(), self.size, self.drop):
             yield stack_elements(spec, chunk)
 
     def cardinality(self):
         return _batch_cardinality(self.inputs[0].cardinality(), self.size, self.drop)
+
+
+def _gathered_batches(source, size, drop):
+    """Batches of tensor slices (possibly shuffled) as one NumPy gather per component: the rows
+    `iterate()` would give, stacked, without making each row a tensor first."""
+    arrays, struct, indices = source
+    for chunk in _chunks(indices, size, drop):
+        idx = np.asarray(chunk, dtype=np.int64)
+        parts = [Tensor(a[idx]) for a in arrays]
+        if not nest.is_nested(struct):
+            yield parts[0]
+        else:
+            yield tuple(parts) if structure.is_flat_tuple(struct) else nest.pack_sequence_as(struct, parts)
 
 
 class PaddedBatch:

@@ -69,6 +69,11 @@ class TensorSlices:
     def cardinality(self):
         return self.n if self.n is not None else UNKNOWN
 
+    def index_source(self):
+        """(component arrays, structure, iterator of row indices): lets `batch` gather whole batches."""
+        arrays = [_eager_array(c) for c in self.components]
+        return arrays, self.structure, iter(range(arrays[0].shape[0]))
+
 
 class FromTensors:
     """`from_tensors`: the whole structure, once."""

@@ -178,6 +178,16 @@ class Shuffle:
         return shuffling.buffered_shuffle(self.inputs[0].iterate(), self.buffer_size,
                                           shuffling.rng(self.seed, self.next_epoch()))
 
+    def index_source(self):
+        """Shuffled row indices of tensor slices (the same order `iterate` gives), or None."""
+        up = getattr(self.inputs[0], "index_source", None)
+        source = up() if up is not None else None
+        if source is None:
+            return None
+        arrays, struct, indices = source
+        return arrays, struct, shuffling.buffered_shuffle(indices, self.buffer_size,
+                                                          shuffling.rng(self.seed, self.next_epoch()))
+
     def cardinality(self):
         return self.inputs[0].cardinality()
 

@@ -200,3 +200,21 @@ def test_iter_next_and_get_next():
     with pytest.raises(StopIteration):
         next(it)
     assert int(Dataset.from_tensors(5).get_single_element()) == 5
+
+
+def _same(*element):
+    return element if len(element) > 1 else element[0]
+
+
+def test_batches_gathered_from_slices_equal_the_row_by_row_batches():
+    x = np.arange(40, dtype=np.float32).reshape(20, 2)
+    y = np.arange(20, dtype=np.int32)
+    for make in (lambda: Dataset.from_tensor_slices((x, y)),
+                 lambda: Dataset.from_tensor_slices({"x": x, "y": y}).shuffle(7, seed=3)):
+        gathered = values(make().batch(6))                      # batch right after slices / shuffle
+        row_by_row = values(make().map(_same).batch(6))     # the map hides the slices from batch
+        if isinstance(gathered[0], dict):
+            assert all(g == r for g, r in zip(gathered, row_by_row))
+        else:
+            assert gathered == row_by_row
+        assert len(gathered) == 4
