@@ -36,6 +36,7 @@ from ..registry import Spec, op
 from . import functions, structure
 
 SCALAR = ek.TensorShape([])
+UNROLL_LIMIT = 1000      # staged next() calls on one graph iterator before we call it a runaway Python loop
 
 
 def flat(x) -> list:
@@ -154,11 +155,18 @@ class GraphIterator:
         self.element_spec = dataset.element_spec
         self._stream = stream_of(dataset)
         self._state = self._stream.init(ek.constant(0, int64))
+        self._staged = 0
 
     def __iter__(self):
         return self
 
     def get_next(self):
+        self._staged += 1
+        if self._staged > UNROLL_LIMIT:
+            raise RuntimeError(
+                f"next() was staged {UNROLL_LIMIT} times on one dataset iterator while building a graph: this "
+                f"looks like a Python `for` loop over a dataset, which would be unrolled without end. Let "
+                f"AutoGraph convert the loop (function(autograph=True)) so it becomes one while_loop")
         valid, element, self._state = self._stream.next(self._state)
         execute(CHECK_END, (valid,), {}, None)     # stateful: runs in program order, before later effects
         return element

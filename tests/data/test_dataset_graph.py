@@ -270,3 +270,14 @@ def test_map_functions_with_variables_and_effects_run_once_per_element_when_stag
     assert int(f()) == 0 + 2 + 30 + 40
     assert int(counter) == 10
     assert eager_values(ds) == [0, 2, 30, 40]
+
+
+def test_a_python_loop_over_a_dataset_in_a_graph_is_stopped_not_unrolled_forever():
+    @function(autograph=False)
+    def f():
+        s = ek.constant(0, ek.int64)
+        for x in Dataset.range(3):
+            s += x
+        return s
+    with pytest.raises(RuntimeError, match="Python `for` loop over a dataset"):
+        f()
