@@ -19,8 +19,11 @@ dataset's own traced functions (inlined), a shuffle uses the
 `(seed, epoch)`; a staged loop starts at epoch 0 and `repeat` advances it),
 and `cache` replays epoch 0 of its input.
 
-The node -> stream table is in `lowering_streams.py`; sources whose elements
-only Python can make (`from_generator`) are refused there with the reason.
+The node -> stream table is in `lowering_streams.py` (random-access streams
+in `lowering_access.py`, batching in `lowering_batches.py`); sources whose
+elements only Python can make (`from_generator`) are refused there with the
+reason.  A seeded shuffle staged in a graph starts from epoch 0 on every call
+of the function (eagerly, each pass over the dataset object advances it).
 `GraphIterator` is `iter(ds)` inside a graph; `staged_reduce` is
 `Dataset.reduce` there.  AutoGraph's dataset `for` loop builds on `stream_of`.
 """
