@@ -16,11 +16,18 @@ when the dataset was built.  Imports `eager` and `graph_runtime`.
 """
 from __future__ import annotations
 
+import re
+
 import eager as ek
 from eager import context as _context
 from graph_runtime.attr_codecs import EncodeContext
 from graph_runtime.graph_def import graph_to_graph_def
 from graph_runtime.graph_import import import_graph_def
+
+
+def _scope_name(name: str) -> str:
+    """The function's name as an op-name scope (`<lambda>` -> `lambda`)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", "", name) or "inlined"
 
 
 def _exported(concrete):
@@ -52,5 +59,5 @@ def inline(concrete, tensors: list):
                             f"{ph.dtype.name}{ph.shape}")
         input_map[ph.name] = t
     outs = import_graph_def(gd, input_map=input_map, return_elements=[t.name for t in concrete.outputs],
-                            name=concrete._name, graph=graph)
+                            name=_scope_name(concrete._name), graph=graph)
     return list(outs)
