@@ -11,14 +11,21 @@
   ALAP *level* (longest path to a fetch) instead was measured worse: once the
   optimizer turns a chain into a tree, every branch of one level runs
   together, and the peak on bench_session's graph rose from 16 to 24 MB.
-- `"memory"`: greedy list scheduling by live bytes: among the ready ops, the
-  one whose run adds the fewest bytes (its outputs' static sizes minus the
-  inputs it is the last consumer of) runs first; ties go to the higher ALAP
-  level (the longer way to the end), then creation order.  Sizes come from
-  static shapes (an unknown dimension counts as 1).  Exact greedy in
-  O(E log V): an op's score only changes when one of its inputs is left with
-  it as the only consumer, and then it is pushed again (stale heap entries are
-  skipped).
+- `"memory"`: the lowest-peak order among three candidates: a greedy list
+  schedule by live bytes, "alap" and "creation".  Each candidate's peak is
+  estimated by walking it with static sizes (outputs allocated while the
+  inputs are alive, a value freed after its last reader in that order), so
+  "memory" never peaks higher than the other two by that measure.  The
+  greedy schedule: among the ready ops, the one whose run adds the fewest
+  bytes (its outputs' static sizes minus the inputs it is the last consumer
+  of) runs first; ties go to the higher ALAP level (the longer way to the
+  end), then creation order.  It wins on most graphs but loses where it
+  starts many branches because none frees anything yet (their shared big
+  values pile up: "alap" finishes one branch first), or where it postpones
+  the last reader of a big value.  Sizes come from static shapes (an unknown
+  dimension counts as 1).  Exact greedy in O(E log V): an op's score only
+  changes when one of its inputs is left with it as the only consumer, and
+  then it is pushed again (stale heap entries are skipped).
 
 Every schedule honours the same edges: data inputs (unless the tensor is
 fed), control inputs, and program order among reads and writes
@@ -91,13 +98,40 @@ def order_ops(ops: list, fed: set, fetches, kind: str = "creation") -> list:
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}: expected one of {SCHEDULES}")
     preds, succs = _edges(ops, fed)
-    level = _levels(succs)
     if kind == "alap":
-        return _alap_order(ops, preds, succs)
-    return _memory_order(ops, fed, fetches, preds, succs, level)
+        return [ops[i] for i in _alap_order(preds, succs)]
+    # the greedy order is best on most graphs but not all: each candidate's peak is estimated, the lowest wins
+    keep = {id(t) for t in fetches}
+    candidates = [_memory_order(ops, fed, keep, preds, succs, _levels(succs)), _alap_order(preds, succs),
+                  list(range(len(ops)))]
+    best = min(candidates, key=lambda order: _estimated_peak(order, ops, fed, keep))
+    return [ops[i] for i in best]
 
 
-def _alap_order(ops, preds, succs) -> list:
+def _estimated_peak(order, ops, fed, keep) -> int:
+    """Peak live bytes (static sizes) of running `ops` in `order` (indices): an op's outputs are allocated
+    while its inputs are alive; a value dies after its last reader in the order, a fetched one lives on; fed
+    values are there in every order and are not counted."""
+    last = {}
+    for k, i in enumerate(order):
+        for t in ops[i]._inputs:
+            last[id(t)] = k
+    dying = [0] * len(order)
+    live = peak = 0
+    for k, i in enumerate(order):
+        for t in ops[i]._outputs:
+            if id(t) in fed:
+                continue
+            size = _nbytes(t)
+            live += size
+            if id(t) not in keep:
+                dying[max(k, last.get(id(t), k))] += size
+        peak = max(peak, live)
+        live -= dying[k]
+    return peak
+
+
+def _alap_order(preds, succs) -> list:
     left = [len(s) for s in succs]
     stack = [i for i, n in enumerate(left) if n == 0]
     rev = []
@@ -108,12 +142,11 @@ def _alap_order(ops, preds, succs) -> list:
             left[j] -= 1
             if left[j] == 0:
                 stack.append(j)
-    return [ops[i] for i in reversed(rev)]
+    return rev[::-1]
 
 
-def _memory_order(ops, fed, fetches, preds, succs, level) -> list:
+def _memory_order(ops, fed, keep, preds, succs, level) -> list:
     index = {id(op): i for i, op in enumerate(ops)}
-    keep = {id(t) for t in fetches}
     # remaining readers (op indices) of every produced tensor that is not fed and not fetched
     readers: dict = {}
     tensor_of: dict = {}
@@ -153,7 +186,7 @@ def _memory_order(ops, fed, fetches, preds, succs, level) -> list:
         if current[i] != s:
             continue
         current[i] = None
-        out.append(ops[i])
+        out.append(i)
         for t in ops[i]._inputs:
             r = readers.get(id(t))
             if r is None or i not in r:

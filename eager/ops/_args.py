@@ -8,14 +8,17 @@
 - `static_int(value, what, opname)`: a Python int for arguments TensorFlow also
   requires to be static (attrs such as `batch_dims`).
 - `norm_axis(axis, rank, opname)`: range-check and normalize a static axis.
-- `fold(kernel, specs, attrs)`: constant-fold a small op during inference so
-  shape arithmetic stays static in graphs (returns None when not possible).
+- `fold(kernel, specs, attrs, shape=out_shape)`: constant-fold a small op during
+  inference so shape arithmetic stays static in graphs (returns None when not
+  possible, or when the inputs or the output would exceed `FOLD_LIMIT`
+  elements: checked on the output's static shape before computing).
 - `check_same_dtypes(opname, arrays)`: kernel-side dtype agreement check.
 
 Never reads the value of a symbolic tensor.  Imports eager core modules only.
 """
 from __future__ import annotations
 
+import math
 import operator
 
 import numpy as np
@@ -113,8 +116,17 @@ def norm_axis(axis: int, rank, opname: str = "op", what: str = "axis") -> int:
     return axis % rank
 
 
-def fold(kernel, specs, attrs=EMPTY, limit: int = 4096):
-    """Run `kernel` on the inputs' known constant values (small inputs only); None if unknown or failing."""
+FOLD_LIMIT = 4096      # elements: inference computes values no bigger than this, inputs and output alike
+
+
+def fold(kernel, specs, attrs=EMPTY, limit: int = FOLD_LIMIT, *, shape):
+    """Run `kernel` on the inputs' known constant values; None if unknown, failing or too big.
+
+    `shape` is the output's static shape, checked BEFORE anything is computed: when a dimension is unknown
+    or the output (or the inputs) would exceed `limit` elements, nothing is folded (a tiny GraphDef may
+    declare `Range(0, 3e8)` or a huge `Tile`: inference must not compute it; the op runs at run time)."""
+    if shape is None or any(d is None for d in shape) or math.prod(shape) > limit:
+        return None
     vals = []
     total = 0
     for s in specs:

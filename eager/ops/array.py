@@ -218,8 +218,8 @@ def _infer_pack(specs, attrs):
     r = len(shape) + 1
     a = axis % r
     from ._args import fold  # small constant stacks (shape arithmetic) keep a static value
-    return [Spec(tuple(shape[:a]) + (len(specs),) + tuple(shape[a:]), specs[0].dtype,
-                 fold(PACK.kernel, specs, attrs, limit=64))]
+    out = tuple(shape[:a]) + (len(specs),) + tuple(shape[a:])
+    return [Spec(out, specs[0].dtype, fold(PACK.kernel, specs, attrs, limit=64, shape=out))]
 
 
 def _g_pack(op, dy):

@@ -52,12 +52,9 @@ def _infer_range(specs, attrs):
     vals = [s.value for s in specs]
     if any(v is None for v in vals):
         return [Spec((None,), dt)]
-    out = fold(_range_kernel, specs)
-    if out is None:
-        _range_check(*vals)
-        n = int(np.ceil((float(vals[1]) - float(vals[0])) / float(vals[2])))
-        return [Spec((max(n, 0),), dt)]
-    return [Spec(out.shape, dt, out)]
+    _range_check(*vals)
+    n = max(int(np.ceil((float(vals[1]) - float(vals[0])) / float(vals[2]))), 0)
+    return [Spec((n,), dt, fold(_range_kernel, specs, shape=(n,)))]
 
 
 RANGE = op("Range", _range_kernel, _infer_range)
@@ -114,8 +111,8 @@ def _infer_linspace(specs, attrs):
     if shape is None:
         return [Spec(None, a.dtype)]
     ax = norm_axis(attrs["axis"], len(shape) + 1, "LinSpace")
-    return [Spec(shape[:ax] + (None if nv is None else nv[0],) + shape[ax:], a.dtype,
-                 fold(_linspace_kernel, specs, attrs))]
+    out = shape[:ax] + (None if nv is None else nv[0],) + shape[ax:]
+    return [Spec(out, a.dtype, fold(_linspace_kernel, specs, attrs, shape=out))]
 
 
 def _g_linspace(op, dy):

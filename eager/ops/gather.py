@@ -107,7 +107,8 @@ def _infer_gather(specs, attrs):
     if p.shape is None or i.shape is None or axv is None:
         return [Spec(None, p.dtype)]
     a, b = _gather_dims("GatherV2", p.shape, i.shape, axv[0], attrs["batch_dims"])
-    return [Spec(p.shape[:a] + i.shape[b:] + p.shape[a + 1:], p.dtype, fold(_gather_kernel, specs, attrs))]
+    out = p.shape[:a] + i.shape[b:] + p.shape[a + 1:]
+    return [Spec(out, p.dtype, fold(_gather_kernel, specs, attrs, shape=out))]
 
 
 def _gather_grad_kernel(dy, params, indices, axis, batch_dims=0):
@@ -196,7 +197,8 @@ def _infer_gather_nd(specs, attrs):
     if len(i.shape) < b + 1 or depth > len(p.shape) - b:
         raise InvalidArgumentError(f"GatherNd: indices of shape {list(i.shape)} do not fit params of shape "
                                    f"{list(p.shape)} with batch_dims={b}", op_name="GatherNd")
-    return [Spec(i.shape[:-1] + p.shape[b + depth:], p.dtype, fold(_gather_nd_kernel, specs, attrs))]
+    out = i.shape[:-1] + p.shape[b + depth:]
+    return [Spec(out, p.dtype, fold(_gather_nd_kernel, specs, attrs, shape=out))]
 
 
 def _scatter_nd_kernel(indices, updates, shape, batch_dims=0):

@@ -148,7 +148,7 @@ def _infer_ss(specs, attrs):
     if n is None and bv is not None:
         n = len(bv)
     shape = _ss_shape(x.shape, bv, value_ints(e), value_ints(s), n, attrs)
-    return [Spec(shape, x.dtype, fold(_ss_kernel, specs, attrs))]
+    return [Spec(shape, x.dtype, fold(_ss_kernel, specs, attrs, shape=shape))]
 
 
 def _g_ss(op, dy):

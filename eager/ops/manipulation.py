@@ -43,7 +43,8 @@ def _infer_transpose(specs, attrs):
     if len(perm) != r or sorted(q % max(r, 1) for q in perm) != list(range(r)):
         raise InvalidArgumentError(f"Transpose: perm {perm} is not a permutation of the {r} dimensions of a "
                                    f"tensor of shape {list(x.shape)}", op_name="Transpose")
-    return [Spec(tuple(x.shape[q] for q in perm), x.dtype, fold(_transpose_kernel, specs))]
+    out = tuple(x.shape[q] for q in perm)
+    return [Spec(out, x.dtype, fold(_transpose_kernel, specs, shape=out))]
 
 
 TRANSPOSE = op("Transpose", _transpose_kernel, _infer_transpose,
@@ -62,7 +63,7 @@ def _invert_perm_kernel(p):
 
 
 INVERT_PERMUTATION = op("InvertPermutation", _invert_perm_kernel,
-                        lambda s, a: [Spec(s[0].shape, s[0].dtype, fold(_invert_perm_kernel, s))])
+                        lambda s, a: [Spec(s[0].shape, s[0].dtype, fold(_invert_perm_kernel, s, shape=s[0].shape))])
 
 
 def invert_permutation(x, name=None):
@@ -136,7 +137,7 @@ def _infer_concat(specs, attrs):
                                    f"dimensions of all inputs must match except along axis {axv[0]}, got shapes "
                                    f"{[list(v.shape) if v.shape is not None else None for v in xs]}")
     out[a] = total
-    return [Spec(tuple(out), dt, fold(_concat_kernel, specs))]
+    return [Spec(tuple(out), dt, fold(_concat_kernel, specs, shape=tuple(out)))]
 
 
 def _g_concat(op, dy):
@@ -299,7 +300,7 @@ def _infer_reverse(specs, attrs):
         norm = [norm_axis(a, len(x.shape), "ReverseV2") for a in axes]
         if len(set(norm)) != len(norm):
             raise InvalidArgumentError(f"ReverseV2: axis {axes} has duplicates", op_name="ReverseV2")
-    return [Spec(x.shape, x.dtype, fold(_reverse_kernel, specs))]
+    return [Spec(x.shape, x.dtype, fold(_reverse_kernel, specs, shape=x.shape))]
 
 
 REVERSE = op("ReverseV2", _reverse_kernel, _infer_reverse,

@@ -44,8 +44,8 @@ def _infer_tile(specs, attrs):
     if len(mv) != len(x.shape) or any(k < 0 for k in mv):
         raise InvalidArgumentError(f"Tile: multiples {mv} must be {len(x.shape)} non-negative ints, one per "
                                    f"dimension of the input of shape {list(x.shape)}", op_name="Tile")
-    return [Spec(tuple(None if d is None else d * k for d, k in zip(x.shape, mv)), x.dtype,
-                 fold(_tile_kernel, specs))]
+    out = tuple(None if d is None else d * k for d, k in zip(x.shape, mv))
+    return [Spec(out, x.dtype, fold(_tile_kernel, specs, shape=out))]
 
 
 def _tile_grad_kernel(dy, x, multiples):
@@ -225,7 +225,8 @@ def _infer_slice(specs, attrs):
         return [Spec((None,) * len(x.shape), x.dtype)]
     if bv is None:
         return [Spec(tuple(None if v == -1 else v for v in sv), x.dtype)]
-    return [Spec(tuple(_slice_bounds(x.shape, bv, sv)), x.dtype, fold(_slice_kernel, specs))]
+    out = tuple(_slice_bounds(x.shape, bv, sv))
+    return [Spec(out, x.dtype, fold(_slice_kernel, specs, shape=out))]
 
 
 def _g_slice(op, dy):

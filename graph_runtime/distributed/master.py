@@ -33,6 +33,10 @@ variable's value comes back with its partition) or "restore" (a new actor,
 then every variable is restored from the last checkpoint a `Saver` wrote
 with this session).
 
+Lifecycle: `close()` stops the session's actors; so does the garbage
+collector for a session dropped unclosed (a finalizer: the actors hold
+handles to each other, so Ray alone would keep them alive).
+
 Imports sibling modules and `graph_runtime` modules; `ray` only through
 ray_backend.py.
 """
@@ -41,6 +45,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import weakref
 from dataclasses import replace
 
 import numpy as np
@@ -88,6 +93,10 @@ class DistributedSession(Session):
         self._tasks = {t.name: t for t in self._cluster.tasks()}
         self._ray = ray_backend.connect(target)
         self._actors: dict = {}
+        # the actors hold each other (peers), so nothing ends them when an unclosed session is collected:
+        # this finalizer does (it holds the dict, which recovery updates in place, never the session)
+        self._stop_actors = weakref.finalize(self, ray_backend.stop_all, self._ray, self._actors)
+        self._stop_actors.atexit = False            # Ray's own shutdown ends them at exit
         self._registered: dict = {name: set() for name in self._tasks}
         self._dead: dict = {}                       # task name -> why
         self._names = VariableRegistry()
@@ -360,9 +369,8 @@ class DistributedSession(Session):
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
-        if getattr(self, "_actors", None):
-            ray_backend.stop_tasks(self._ray, list(self._actors.values()))
-            self._actors = {}
+        if getattr(self, "_stop_actors", None) is not None:
+            self._stop_actors()
         super().close()
 
     def __repr__(self):

@@ -94,5 +94,15 @@ def stop_tasks(ray, actors, wait_s: float = 10.0) -> None:
         ray.wait(probes, num_returns=len(probes), timeout=wait_s)
 
 
+def stop_all(ray, actors: dict) -> None:
+    """Stop every actor of `actors` (task name -> handle) and empty it: a session's close and finalizer."""
+    handles = list(actors.values())
+    actors.clear()
+    try:
+        stop_tasks(ray, handles)
+    except Exception:       # noqa: BLE001 - Ray itself is shutting down: it ends the actors
+        pass
+
+
 def is_actor_death(ray, e: BaseException) -> bool:
     return isinstance(e, (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError))

@@ -17,17 +17,23 @@ placeholder) and either
 
 Never folded: stateful ops (random, reads, assigns, prints, asserts),
 placeholders, control flow, preserved multi-output ops, and outputs bigger
-than `fold_size_limit` elements (default 1e5) unless they are no bigger than the
-inputs (so a `Fill`/`BroadcastTo`/`Tile` of a scalar never balloons the graph).
+than `fold_size_limit` elements (default 1e5; `SessionConfig(pass_options=
+{"fold_size_limit": n})`) unless they are no bigger than the inputs (so a
+`Fill`/`BroadcastTo`/`Tile` of a scalar never balloons the graph).  The size
+is judged on the output's static shape BEFORE the kernel runs (a 100-byte
+GraphDef may ask for `fill([20000, 20000])`): an output whose size is unknown
+is left to run time too, where it obeys the same memory rules as any op.
 A kernel that raises is left in place: the error surfaces at run time, where
 the unoptimized graph raises it.  A folded `Const` inherits the control inputs
 of the op and of the constants it consumed (TensorFlow does the same).
 
-Imports sibling pass modules and NumPy.
+Imports sibling pass modules, `eager.shape` and NumPy.
 """
 from __future__ import annotations
 
 import numpy as np
+
+from eager.shape import TensorShape
 
 from .core import GraphPass, PassContext, make_stats, register_pass
 from .rewriter import Rewriter, has_subgraphs, same_items, is_stateful
@@ -71,7 +77,9 @@ def fold_constants(graph, ctx: PassContext):
         values = None
         guards: list = []
         if all(v is not None for v in in_values):
-            values = _run_kernel(op, in_values, rw)
+            # the size is checked before the kernel runs: a tiny graph may ask for a huge Fill
+            too_big = _too_big(op, ins, rw, limit, in_size)
+            values = None if too_big else _run_kernel(op, in_values, rw)
             reason = "kernel"
         else:
             if same_items(ins, op._inputs):
@@ -111,6 +119,22 @@ def fold_constants(graph, ctx: PassContext):
             rw.replace(op, outs, note=reason)
     out = rw.finish()
     return out, make_stats("constant_folding", graph, out, rw)
+
+
+def _too_big(op, ins, rw, limit: int, in_size: int) -> bool:
+    """Whether an output of `op` (on constant inputs `ins`) may exceed `limit` elements and its inputs' size:
+    judged on the static shapes (refined by inference on the constants), an unknown size counting as too big."""
+    shapes = [o._shape for o in op._outputs]
+    if not all(s.is_fully_defined() for s in shapes):
+        try:
+            shapes = [TensorShape(s.shape) for s in rw.infer(op._opdef, ins, op._attrs)]
+        except Exception:   # noqa: BLE001 - the error belongs to run time
+            return True
+    for s in shapes:
+        n = s.num_elements()
+        if n is None or (n > limit and n > in_size):
+            return True
+    return False
 
 
 def _run_kernel(op, in_values, rw):

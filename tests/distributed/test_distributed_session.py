@@ -3,6 +3,7 @@
 The same program must give the same results in one process and on the cluster; variables live on
 their task and keep their values across runs; partitions travel as plain GraphDef data.
 """
+import gc
 import json
 
 import numpy as np
@@ -262,3 +263,21 @@ def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)          # `import ray` now raises ImportError
     with pytest.raises(ImportError, match=r"graphjit\[distributed\]"):
         gr.Session("ray://local", config=cluster_config())
+
+
+def test_an_unclosed_session_stops_its_actors_when_it_is_collected(ray_local):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (), name="x")
+        with gr.device("/job:worker/task:0"):
+            y = x + 1.0
+        with gr.device("/job:worker/task:1"):
+            z = y * 2.0
+    sess = gr.Session("ray://local", graph=g, config=cluster_config())
+    assert sess.run(z, {x: 1.0}) == 4.0
+    actors = list(sess._actors.values())       # the tasks hold each other's handles: Ray alone keeps them
+    del sess
+    gc.collect()
+    for actor in actors:
+        with pytest.raises(ray_local.exceptions.RayActorError):
+            ray_local.get(actor.ping.remote(), timeout=60)

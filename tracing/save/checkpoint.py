@@ -37,7 +37,6 @@ Imports `numpy`, `eager` and sibling modules.
 from __future__ import annotations
 
 import os
-import zipfile
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -146,11 +145,7 @@ def read_checkpoint(path: str) -> dict:
     vpath = fmt.check_inside(path, fmt.VARIABLES_FILE)
     if not os.path.isfile(vpath) or files.get(fmt.VARIABLES_FILE) != fmt.sha256_file(vpath):
         raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} is missing or corrupted (checksum mismatch)")
-    try:
-        with np.load(vpath, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
-        raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} cannot be read ({type(e).__name__})") from None
+    arrays = fmt.read_arrays(vpath, path)
     out = {}
     for i, r in enumerate(recs):
         if not isinstance(r, dict) or not isinstance(r.get("path"), str) or r.get("array") not in arrays:

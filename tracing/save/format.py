@@ -22,16 +22,20 @@ Namedtuples come back as `collections.namedtuple` types built from the stored
 name and field names (data, not code).  Every file is covered by a SHA-256 in
 the manifest, so a corrupted file is reported as such before it is parsed.
 
-Directories are written next to their destination and renamed into place
-(`atomic_directory`), so a failed save never leaves a half-written directory
-where a good one was.
+Directories are written next to their destination and put in place by one
+atomic rename or swap (`atomic_directory`), so neither a failed save nor a
+crash at any instant leaves a half-written directory, or none, where a good
+one was.
 
-Imports only the standard library and numpy.
+Imports only the standard library (ctypes for the atomic swap) and numpy.
 """
 from __future__ import annotations
 
 import collections
 import contextlib
+import ctypes
+import errno
+import functools
 import hashlib
 import json
 import keyword
@@ -39,7 +43,9 @@ import math
 import os
 import reprlib
 import shutil
+import sys
 import tempfile
+import zipfile
 from typing import Any, Callable
 
 import numpy as np
@@ -192,6 +198,53 @@ def write_arrays(path: str, arrays: dict) -> str:
     return sha256_file(path)
 
 
+def read_arrays(path: str, what: str) -> dict:
+    """{name: ndarray} of the .npz file `path` written by `write_arrays`; SavedModelError if it is bad.
+
+    Every size is checked before memory is taken for it: a member must be
+    stored uncompressed (as `write_arrays` writes it, so it cannot expand
+    beyond the file: no decompression bomb), in .npy format 1.0 or 2.0,
+    with a plain (non-object) dtype, and the byte count its header declares
+    must be exactly what the member holds (a header cannot claim 373 GiB).
+    """
+    try:
+        with zipfile.ZipFile(path) as zf:
+            out = {}
+            for info in zf.infolist():
+                name = info.filename[:-4] if info.filename.endswith(".npy") else None
+                if not name or info.compress_type != zipfile.ZIP_STORED or info.compress_size != info.file_size:
+                    raise SavedModelError(f"{what}: {os.path.basename(path)} member {_short(info.filename)} is "
+                                          f"not an uncompressed .npy array (graphjit writes nothing else)")
+                with zf.open(info) as f:
+                    out[name] = _read_member(f, info, what)
+            return out
+    except SavedModelError:
+        raise
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError, OverflowError) as e:
+        raise SavedModelError(f"{what}: {os.path.basename(path)} cannot be read ({type(e).__name__}: "
+                              f"{str(e)[:100]})") from None
+
+
+def _read_member(f, info, what: str) -> np.ndarray:
+    version = np.lib.format.read_magic(f)
+    if version not in ((1, 0), (2, 0)):
+        raise SavedModelError(f"{what}: array {_short(info.filename)} has .npy format {version}, not 1.0 or 2.0")
+    header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+    shape, fortran, dtype = header(f)
+    if dtype.hasobject or dtype.itemsize == 0:
+        raise SavedModelError(f"{what}: array {_short(info.filename)} has dtype {dtype}, which is not stored as "
+                              f"plain data")
+    count = math.prod(shape)
+    declared = count * dtype.itemsize
+    if f.tell() + declared != info.file_size:
+        raise SavedModelError(f"{what}: array {_short(info.filename)} declares shape {list(shape)[:8]} of "
+                              f"{dtype} ({declared} bytes) but holds {info.file_size - f.tell()} bytes of data")
+    buf = bytearray(declared)
+    if f.readinto(buf) != declared:
+        raise SavedModelError(f"{what}: array {_short(info.filename)} is truncated")
+    return np.frombuffer(buf, dtype=dtype, count=count).reshape(shape, order="F" if fortran else "C")
+
+
 def read_json(path: str, what: str):
     """Parse a JSON file; SavedModelError if it is missing, not UTF-8 or not JSON."""
     try:
@@ -238,11 +291,17 @@ def is_saved_dir(path: str, manifest: str) -> bool:
 
 @contextlib.contextmanager
 def atomic_directory(path: str, manifest: str):
-    """Yield a fresh temporary directory; on success it replaces `path` (by rename).
+    """Yield a fresh temporary directory; on success it replaces `path` in one atomic step.
 
     `path` may not exist, or be a directory written by graphjit (it holds
     `manifest`); anything else is refused so a typo cannot destroy user data.
     On error the temporary directory is removed and `path` is left as it was.
+    A new `path` is one rename; an existing one is swapped with the temporary
+    directory by one `renameat2(RENAME_EXCHANGE)` (Linux; `renamex_np(RENAME_SWAP)`
+    on macOS), so a crash at any instant leaves the old or the new directory
+    complete at `path`.  Where the system has no atomic swap, `path` is moved
+    aside and the new directory renamed in: a crash between the two renames
+    leaves the old directory as `.<name>.old-*` next to `path`.
     """
     path = os.path.abspath(path)
     if os.path.lexists(path) and not is_saved_dir(path, manifest):
@@ -254,23 +313,62 @@ def atomic_directory(path: str, manifest: str):
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".tmp-", dir=parent)
     try:
         yield tmp
-        old = None
-        if os.path.lexists(path):
-            old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old-", dir=parent)
-            os.rmdir(old)
-            os.rename(path, old)
-        try:
+        _fsync_dir(tmp)
+        if not os.path.lexists(path):
             os.rename(tmp, path)
-        except BaseException:
-            if old is not None:
-                os.rename(old, path)
-            raise
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        elif swap_directories(tmp, path):
+            shutil.rmtree(tmp, ignore_errors=True)     # it holds the old directory now
+        else:
+            _replace_in_two_steps(tmp, path)
         _fsync_dir(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def swap_directories(a: str, b: str) -> bool:
+    """Exchange directories `a` and `b` atomically; False where the system cannot (nothing changed)."""
+    fn, flag = _swap_call()
+    if fn is None:
+        return False
+    if fn(a, b, flag) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):   # a filesystem without it
+        return False
+    raise OSError(err, f"cannot swap {a} and {b}: {os.strerror(err)}")
+
+
+@functools.lru_cache(maxsize=1)
+def _swap_call():
+    """(call(a, b, flag) -> 0 or -1 with errno, flag) for this system's atomic directory swap, or (None, 0)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None, 0
+    if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
+        at_fdcwd, rename_exchange = -100, 2
+        libc.renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+        return (lambda a, b, flag: libc.renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flag),
+                rename_exchange)
+    if sys.platform == "darwin" and hasattr(libc, "renamex_np"):
+        rename_swap = 2
+        libc.renamex_np.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint)
+        return (lambda a, b, flag: libc.renamex_np(os.fsencode(a), os.fsencode(b), flag), rename_swap)
+    return None, 0
+
+
+def _replace_in_two_steps(tmp: str, path: str) -> None:
+    parent = os.path.dirname(path)
+    old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old-", dir=parent)
+    os.rmdir(old)
+    os.rename(path, old)
+    try:
+        os.rename(tmp, path)
+    except BaseException:
+        os.rename(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def _fsync_dir(path: str) -> None:

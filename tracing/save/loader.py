@@ -3,7 +3,7 @@
 Steps, each failing with `SavedModelError` (naming the file and the problem):
 1. read and check the manifest (format tag, version, field types);
 2. check every listed file's SHA-256 (a corrupted file is reported as such);
-3. restore variables from `variables.npz` (`numpy.load(allow_pickle=False)`):
+3. restore variables from `variables.npz` (`format.read_arrays`: sizes checked first):
    dtype and shape must match the manifest; one eager `Variable` per key;
 4. per concrete function: import its GraphDef into a fresh function graph
    (graph_runtime validates every node, attr and shape before adding any),
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import os
 import time
-import zipfile
 
 import numpy as np
 
@@ -111,12 +110,7 @@ def _restore_variables(path: str, m: dict) -> tuple:
     if any(isinstance(r, dict) and "array" in r for r in recs):
         if fmt.VARIABLES_FILE not in m["files"]:
             raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} is not listed in the manifest")
-        try:
-            with np.load(fmt.check_inside(path, fmt.VARIABLES_FILE), allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError, KeyError) as e:
-            raise SavedModelError(f"{path}: {fmt.VARIABLES_FILE} cannot be read ({type(e).__name__}: "
-                                  f"{str(e)[:100]})") from None
+        arrays = fmt.read_arrays(fmt.check_inside(path, fmt.VARIABLES_FILE), path)
     variables, paths = {}, {}
     with _context.init_scope():
         for i, rec in enumerate(recs):
