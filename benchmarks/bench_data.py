@@ -14,7 +14,7 @@
    per-element normalisation, stacking).
 
 Run: `python -m benchmarks.bench_data [--quick]`.  Timings on a shared machine
-are noisy; each figure is the best of a few epochs.
+are noisy; each figure is the best of a few epochs, the variants taking turns.
 """
 from __future__ import annotations
 
@@ -30,12 +30,15 @@ from eager.data.shuffling import buffered_shuffle, rng
 from tracing import TensorSpec, function
 
 
-def _best(fn, repeat):
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
+def _interleaved(fns, rounds):
+    """Fastest of `rounds` runs of each function, the functions taking turns in every round (so that on a
+    busy machine they see the same load)."""
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t0)
     return best
 
 
@@ -101,10 +104,8 @@ def digits_rows(repeat, per_element):
             idx = order[i:i + 64]
             step(ek.constant(x[idx].astype(np.float32) / 16.0), ek.constant(y[idx]))
 
-    t_in, t_cp = _best(input_only, repeat), _best(compute_only, repeat)
-    t_serial = _best(train(base), repeat)
-    t_pre = _best(train(base.prefetch(2)), repeat)
-    t_np = _best(numpy_loop, repeat)
+    t_in, t_cp, t_serial, t_pre, t_np = _interleaved(
+        [input_only, compute_only, train(base), train(base.prefetch(2)), numpy_loop], repeat)
     bound = max(t_in, t_cp)
     return [(f"digits MLP, {what}: input pipeline alone", t_in),
             (f"digits MLP, {what}: train steps alone", t_cp),
@@ -138,7 +139,7 @@ def input_pipeline_rows(n, repeat):
         for _ in gen():
             pass
 
-    t_ds, t_np = _best(pipeline, repeat), _best(numpy_generator, repeat)
+    t_ds, t_np = _interleaved([pipeline, numpy_generator], repeat)
     return [(f"input pipeline {n} 28x28: eager.data ({n / t_ds:,.0f} elements/s)", t_ds),
             (f"input pipeline {n} 28x28: NumPy generator ({n / t_np:,.0f} elements/s)", t_np)]
 
@@ -147,7 +148,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6000 images and one repeat")
     args = ap.parse_args(argv)
-    repeat = 1 if args.quick else 3
+    repeat = 1 if args.quick else 5
     rows = digits_rows(repeat, False) + digits_rows(repeat, True) + \
         input_pipeline_rows(6000 if args.quick else 60000, repeat)
     print(f"| {'workload':<72} | {'seconds':>8} |")
