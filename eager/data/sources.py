@@ -124,9 +124,11 @@ class Range:
 
 
 def signature_from_types(output_types, output_shapes):
-    if output_shapes is None:
-        output_shapes = nest.map_structure(lambda _: None, output_types)
-    return nest.map_structure(lambda t, s: TensorSpec(s, t), output_types, output_shapes)
+    """`output_types` and `output_shapes` (same structure; a shape is a list) as a signature of TensorSpecs."""
+    types = nest.flatten(output_types)
+    shapes = [None] * len(types) if output_shapes is None else \
+        structure.flatten_up_to(output_types, output_shapes, "output_shapes")
+    return nest.pack_sequence_as(output_types, [TensorSpec(s, t) for t, s in zip(types, shapes)])
 
 
 class FromGenerator:

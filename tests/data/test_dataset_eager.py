@@ -218,3 +218,15 @@ def test_batches_gathered_from_slices_equal_the_row_by_row_batches():
         else:
             assert gathered == row_by_row
         assert len(gathered) == 4
+
+
+def test_from_generator_args_and_legacy_types():
+    def count(n, scale):
+        for i in range(int(n)):
+            yield i * int(scale)
+    ds = Dataset.from_generator(count, output_types=ek.int64, output_shapes=[], args=(3, 10))
+    assert ds.element_spec == ek.TensorSpec([], ek.int64)
+    assert values(ds) == [0, 10, 20]
+    wrong = Dataset.from_generator(lambda: iter([(1, 2)]), output_signature=ek.TensorSpec([], ek.int32))
+    with pytest.raises(TypeError, match="did not match the expected structure"):
+        list(wrong)
