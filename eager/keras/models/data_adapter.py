@@ -1,0 +1,148 @@
+"""What `fit`, `evaluate` and `predict` accept as data, turned into batches of eager tensors.
+
+- NumPy arrays, tensors, and lists/tuples/dicts of them (`x`, `y`, `sample_weight`): sliced
+  into batches of `batch_size` (32 by default), reshuffled every epoch when `shuffle`; floating
+  arrays become float32 (Keras's floatx), int64 int32, others keep their dtype;
+- a dataset (`eager.data.Dataset`, or any re-iterable object whose iteration yields `(x, y)`,
+  `(x, y, sample_weight)` or `x` batches): iterated once per epoch as it is; `y` and
+  `batch_size` must then be left out, as in Keras.
+
+Every batch is `(x, y, sample_weight)` with None for what is missing.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import nest
+from ...convert import constant
+from ...tensor import Tensor
+from .. import backend
+
+
+def is_array_like(x) -> bool:
+    return isinstance(x, (np.ndarray, Tensor, list, tuple, dict)) or (
+        hasattr(x, "numpy") and hasattr(x, "shape")) or np.isscalar(x)
+
+
+def is_dataset(x) -> bool:
+    return x is not None and not is_array_like(x) and hasattr(x, "__iter__")
+
+
+def _as_array(a, what):
+    if hasattr(a, "numpy") and not isinstance(a, np.ndarray):
+        a = a.numpy()
+    a = np.asarray(a)
+    if a.ndim == 0:
+        raise ValueError(f"{what} must have a batch dimension, got a scalar")
+    if a.dtype.kind == "f" and a.dtype != np.float32:
+        a = a.astype(np.float32)
+    elif a.dtype == np.int64:
+        a = a.astype(np.int32)
+    return a
+
+
+def _leaf_tensor(a):
+    if a is None or isinstance(a, Tensor):
+        return a
+    if hasattr(a, "numpy") and not isinstance(a, np.ndarray):        # a Variable
+        return constant(a.numpy())
+    return constant(np.asarray(a))
+
+
+class ArrayAdapter:
+    def __init__(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        self.data = nest.map_structure(lambda a: None if a is None else _as_array(a, "fit/evaluate data"),
+                                       (x, y, sample_weight))
+        sizes = {int(a.shape[0]) for a in nest.flatten(self.data) if a is not None}
+        if len(sizes) != 1:
+            raise ValueError(f"the arrays passed as x, y and sample_weight must all have the same number of "
+                             f"samples, got sizes {sorted(sizes)}")
+        self.n = sizes.pop()
+        if batch_size is not None and int(batch_size) <= 0:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size}")
+        self.batch_size = int(batch_size or 32)
+        self.shuffle = shuffle
+        self.num_batches = max(1, math.ceil(self.n / self.batch_size))
+
+    def __iter__(self):
+        order = backend.rng().permutation(self.n) if self.shuffle else None
+        if all(a is None or isinstance(a, np.ndarray) for a in self.data):     # plain arrays: a fast loop
+            for start in range(0, self.n, self.batch_size):
+                idx = slice(start, start + self.batch_size) if order is None else order[start:start + self.batch_size]
+                yield tuple(None if a is None else constant(a[idx]) for a in self.data)
+            return
+        for start in range(0, self.n, self.batch_size):
+            if order is None:
+                sl = slice(start, start + self.batch_size)
+                yield nest.map_structure(lambda a: None if a is None else constant(a[sl]), self.data)
+            else:
+                idx = order[start:start + self.batch_size]
+                yield nest.map_structure(lambda a: None if a is None else constant(a[idx]), self.data)
+
+    def split(self, validation_split):
+        """(train, validation) adapters: the last `validation_split` of the samples validate (before shuffling)."""
+        if not 0 < validation_split < 1:
+            raise ValueError(f"validation_split must be in (0, 1), got {validation_split}")
+        at = int(math.ceil(self.n * (1.0 - validation_split)))
+        if at == self.n:
+            raise ValueError(f"validation_split={validation_split} leaves no validation sample out of {self.n}")
+        train = nest.map_structure(lambda a: None if a is None else a[:at], self.data)
+        val = nest.map_structure(lambda a: None if a is None else a[at:], self.data)
+        return (ArrayAdapter(*train, batch_size=self.batch_size, shuffle=self.shuffle),
+                ArrayAdapter(*val, batch_size=self.batch_size))
+
+
+class DatasetAdapter:
+    def __init__(self, dataset, steps=None):
+        self.dataset, self.steps = dataset, steps
+        self.num_batches = steps
+        if steps is None:
+            try:
+                n = len(dataset)
+                self.num_batches = int(n) if n >= 0 else None
+            except TypeError:
+                self.num_batches = None
+
+    def __iter__(self):
+        it = iter(self.dataset)
+        if it is self.dataset and self.steps is None:
+            raise ValueError("an iterator (not a re-iterable dataset) was passed: pass steps_per_epoch / steps, "
+                             "or pass the dataset itself")
+        for i, element in enumerate(it):
+            if self.steps is not None and i >= self.steps:
+                break
+            yield _unpack(element)
+
+
+def _unpack(element):
+    if isinstance(element, tuple) and 1 <= len(element) <= 3 and not hasattr(element, "_fields"):
+        parts = list(element) + [None] * (3 - len(element))
+    else:
+        parts = [element, None, None]
+    return tuple(nest.map_structure(_leaf_tensor, p) for p in parts)
+
+
+def adapter(x, y=None, sample_weight=None, batch_size=None, shuffle=False, steps=None, what="fit"):
+    if x is None:
+        raise ValueError(f"{what}: no data was given (x is None)")
+    if is_dataset(x):
+        if y is not None:
+            raise ValueError(f"{what}: y must be left out when x is a dataset (the dataset yields (x, y) pairs)")
+        if sample_weight is not None:
+            raise ValueError(f"{what}: sample_weight must be left out when x is a dataset")
+        if batch_size is not None:
+            raise ValueError(f"{what}: batch_size must be left out when x is a dataset (the dataset is batched)")
+        return DatasetAdapter(x, steps)
+    return ArrayAdapter(x, y, sample_weight, batch_size, shuffle)
+
+
+def unpack_validation(data):
+    """validation_data as (x, y[, sample_weight]) or a dataset."""
+    if is_dataset(data):
+        return data, None, None
+    if isinstance(data, (tuple, list)) and len(data) in (2, 3):
+        return (tuple(data) + (None,))[:3]
+    raise ValueError("validation_data must be a tuple (x_val, y_val), (x_val, y_val, sample_weight) or a dataset, "
+                     f"got {type(data).__name__}")

@@ -1,0 +1,187 @@
+"""compile/fit/evaluate/predict/train_on_batch/test_on_batch against NumPy, compiled and eagerly,
+on arrays, tensors and datasets, with one trace per step kind."""
+import numpy as np
+import pytest
+
+import eager as ek
+import tracing  # noqa: F401 - registers the compiler fit uses (an installed graphjit finds it by entry point)
+from eager import keras
+from eager.keras import layers as L
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(100, 4)).astype(np.float32)
+W_TRUE = np.array([[1.0], [-2.0], [0.5], [3.0]], np.float32)
+Y = X @ W_TRUE + 0.1
+LABELS = (X[:, 0] + X[:, 1] > 0).astype(np.int32)
+
+
+def linear(seed=0):
+    keras.utils.set_random_seed(seed)
+    return keras.Sequential([keras.Input((4,)), L.Dense(1)])
+
+
+def classifier(seed=0, **compile_kwargs):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), L.Dense(8, activation="relu"), L.Dense(2)])
+    model.compile(optimizer=ek.optimizers.Adam(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"], **compile_kwargs)
+    return model
+
+
+def tracing_counts(model):
+    return {k: s.fn.experimental_get_tracing_count() for k, s in model._steps.items()}
+
+
+def test_train_on_batch_is_one_sgd_step_and_returns_the_loss_before_it():
+    model = linear()
+    model.compile(optimizer=ek.optimizers.SGD(0.1), loss="mse")
+    k, b = model.get_weights()
+    pred = X[:10] @ k + b
+    loss = model.train_on_batch(X[:10], Y[:10])
+    assert isinstance(loss, float)
+    np.testing.assert_allclose(loss, np.mean((pred - Y[:10]) ** 2), rtol=1e-5)
+    grad_pred = 2 * (pred - Y[:10]) / 10
+    k2, b2 = model.get_weights()
+    np.testing.assert_allclose(k2, k - 0.1 * X[:10].T @ grad_pred, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(b2, b - 0.1 * grad_pred.sum(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(model.test_on_batch(X[:10], Y[:10]),
+                               np.mean((X[:10] @ k2 + b2 - Y[:10]) ** 2), rtol=1e-5)
+
+
+def test_fit_learns_and_traces_each_step_once_with_a_partial_batch():
+    model = linear()
+    model.compile(optimizer=ek.optimizers.SGD(0.1), loss="mse", metrics=["mae"])
+    history = model.fit(X, Y, batch_size=32, epochs=20, verbose=0)          # 100 = 3 * 32 + 4
+    assert set(history.history) == {"loss", "mae"} and len(history.history["loss"]) == 20
+    assert history.history["loss"][-1] < 0.01 < history.history["loss"][0]
+    np.testing.assert_allclose(model.get_weights()[0], W_TRUE, atol=0.05)
+    loss, mae = model.evaluate(X, Y, batch_size=32, verbose=0)
+    pred = X @ model.get_weights()[0] + model.get_weights()[1]
+    np.testing.assert_allclose(loss, np.mean((pred - Y) ** 2), rtol=1e-4)
+    np.testing.assert_allclose(mae, np.mean(np.abs(pred - Y)), rtol=1e-4)
+    np.testing.assert_allclose(model.predict(X, batch_size=32, verbose=0), pred, rtol=1e-5, atol=1e-5)
+    assert tracing_counts(model) == {"train": 1, "test": 1, "predict": 1}
+
+
+def test_evaluate_without_metrics_is_a_scalar_and_return_dict():
+    model = linear()
+    model.compile(optimizer="sgd", loss="mse")
+    assert isinstance(model.evaluate(X, Y, verbose=0), float)
+    assert set(model.evaluate(X, Y, verbose=0, return_dict=True)) == {"loss"}
+
+
+def test_compiled_and_eager_fit_agree():
+    a, b = classifier(), classifier(run_eagerly=True)
+    ha = a.fit(X, LABELS, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    hb = b.fit(X, LABELS, batch_size=16, epochs=3, shuffle=False, verbose=0)
+    np.testing.assert_allclose(ha.history["loss"], hb.history["loss"], rtol=1e-4)
+    np.testing.assert_allclose(ha.history["accuracy"], hb.history["accuracy"], rtol=1e-6)
+    assert b._steps["train"].eager and not a._steps["train"].eager
+
+
+def test_history_loss_is_the_sample_weighted_mean_of_batch_losses():
+    model = classifier()
+    model.compile(optimizer=ek.optimizers.SGD(0.0), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    h = model.fit(X, LABELS, batch_size=32, epochs=1, shuffle=False, verbose=0)
+    logits = model.predict(X, verbose=0)
+    z = logits - logits.max(1, keepdims=True)
+    nll = -(z[np.arange(100), LABELS] - np.log(np.exp(z).sum(1)))
+    np.testing.assert_allclose(h.history["loss"][0], nll.mean(), rtol=1e-5)
+    np.testing.assert_allclose(h.history["accuracy"][0], (logits.argmax(1) == LABELS).mean())
+
+
+def test_sample_weight_and_validation():
+    model = classifier()
+    w = np.where(LABELS == 1, 2.0, 0.5).astype(np.float32)
+    h = model.fit(X, LABELS, sample_weight=w, batch_size=25, epochs=2, validation_data=(X[:20], LABELS[:20]),
+                  verbose=0)
+    assert set(h.history) == {"loss", "accuracy", "val_loss", "val_accuracy"}
+    val = model.evaluate(X[:20], LABELS[:20], verbose=0)
+    np.testing.assert_allclose([h.history["val_loss"][-1], h.history["val_accuracy"][-1]], val, rtol=1e-6)
+    h2 = classifier().fit(X, LABELS, validation_split=0.2, epochs=1, verbose=0)
+    assert "val_loss" in h2.history
+
+
+def test_validation_split_takes_the_last_samples():
+    model = classifier()
+    model.fit(X, LABELS, validation_split=0.25, epochs=1, verbose=0, shuffle=False)
+    manual = classifier().evaluate(X[75:], LABELS[75:], verbose=0)
+    assert len(manual) == 2
+
+
+class TinyDataset:
+    """A re-iterable dataset: yields (x, y) batches of tensors, like eager.data.Dataset.batch."""
+
+    def __init__(self, x, y, batch):
+        self.x, self.y, self.batch = x, y, batch
+
+    def __iter__(self):
+        for i in range(0, len(self.x), self.batch):
+            yield ek.constant(self.x[i:i + self.batch]), ek.constant(self.y[i:i + self.batch])
+
+    def __len__(self):
+        return -(-len(self.x) // self.batch)
+
+
+def test_fit_evaluate_predict_on_datasets_and_tensors():
+    a, b = classifier(), classifier()
+    ha = a.fit(TinyDataset(X, LABELS, 30), epochs=2, verbose=0, validation_data=TinyDataset(X[:20], LABELS[:20], 8))
+    hb = b.fit(ek.constant(X), ek.constant(LABELS), batch_size=30, epochs=2, shuffle=False, verbose=0)
+    np.testing.assert_allclose(ha.history["loss"], hb.history["loss"], rtol=1e-5)
+    np.testing.assert_allclose(a.evaluate(TinyDataset(X, LABELS, 7), verbose=0), a.evaluate(X, LABELS, verbose=0),
+                               rtol=1e-5)
+    np.testing.assert_allclose(a.predict(TinyDataset(X, LABELS, 7), verbose=0), a.predict(X, verbose=0), rtol=1e-6)
+    assert tracing_counts(a) == {"train": 1, "test": 1, "predict": 1}
+    with pytest.raises(ValueError, match="batch_size must be left out"):
+        a.fit(TinyDataset(X, LABELS, 30), batch_size=4, verbose=0)
+
+
+def test_verbose_output_is_one_line_per_epoch_when_piped(capsys):
+    model = classifier()
+    model.fit(X, LABELS, batch_size=10, epochs=3, verbose=1, validation_data=(X[:10], LABELS[:10]))
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and "\r" not in "".join(out)
+    assert out[0].startswith("Epoch 1/3 - 10/10 - ") and ("ms/step" in out[0] or "us/step" in out[0])
+    assert " - loss: " in out[2] and " - accuracy: " in out[2] and " - val_loss: " in out[2]
+    model.evaluate(X, LABELS, verbose=1)
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+
+
+class FakeTerminal:
+    encoding = "utf-8"
+
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_progress_bar_on_a_terminal_redraws_in_place():
+    from eager.keras.progbar import Progbar
+    term = FakeTerminal()
+    bar = Progbar(4, stream=term, interval=0)
+    for i in range(1, 4):
+        bar.update(i, [("loss", 0.5)])
+    bar.update(4, [("loss", 0.25)], finalize=True)
+    lines = term.text.split("\r")
+    assert len(lines) == 5 and lines[1].startswith("1/4 ━━━━━╸") and "loss: 0.5000" in lines[1]
+    assert lines[-1].startswith("4/4 " + "━" * 20) and lines[-1].endswith("loss: 0.2500\n")
+
+
+def test_errors_are_clear():
+    model = linear()
+    with pytest.raises(RuntimeError, match="compile the model first"):
+        model.fit(X, Y)
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(ValueError, match="same number of samples"):
+        model.fit(X, Y[:50], verbose=0)
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        model.compile(optimizer="adamw_typo", loss="mse")
