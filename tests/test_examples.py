@@ -29,16 +29,22 @@ def test_mlp_digits(tmp_path):
     tensorboard = importlib.util.find_spec("tensorboard") is not None
     logdir = ["--logdir", str(tmp_path / "logs")] if tensorboard else []
     out = _run("mlp_digits.py", "--quick", "--save", str(tmp_path / "digits"), *logdir)
-    assert "test accuracy" in out and "@function" in out and "speedup" in out
+    assert "test accuracy" in out and "@function" in out and "speedup" in out and "traced 1 time(s)" in out
     assert os.path.isfile(tmp_path / "digits" / "graphjit_saved.json")
-    if tensorboard:      # the loss from inside the @function at every step, accuracy per epoch, the graph
+    if tensorboard:      # Keras's TensorBoard callback: train/ and validation/ runs, every step, the graph
         from tensorboard.backend.event_processing import event_accumulator as ea
-        acc = ea.EventAccumulator(str(tmp_path / "logs"), size_guidance={ea.SCALARS: 0})
-        acc.Reload()
-        losses, accs = acc.Scalars("train/loss"), acc.Scalars("test/accuracy")
-        assert [e.step for e in losses] == list(range(len(losses))) and len(losses) > 50
-        assert len(accs) == 4 and accs[-1].value > 0.8 and accs[-1].step == len(losses)
-        assert any(n.name.startswith("train/") for n in acc.Graph().node)
+
+        def run(name):
+            acc = ea.EventAccumulator(str(tmp_path / "logs" / name), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
+            acc.Reload()
+            return acc
+
+        def steps(acc, tag):
+            return [e.step for e in (acc.Scalars(tag) if tag in acc.Tags()["scalars"] else acc.Tensors(tag))]
+        train, validation = run("train"), run("validation")
+        assert steps(train, "epoch_loss") == [0, 1, 2, 3] and steps(validation, "epoch_accuracy") == [0, 1, 2, 3]
+        assert steps(train, "batch_loss") == list(range(1, 4 * 23 + 1))
+        assert len(train.Graph().node) > 20
 
 
 @pytest.mark.skipif(importlib.util.find_spec("sklearn") is None,
