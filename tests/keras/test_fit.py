@@ -185,3 +185,61 @@ def test_errors_are_clear():
         model.fit(X, Y[:50], verbose=0)
     with pytest.raises(ValueError, match="unknown optimizer"):
         model.compile(optimizer="adamw_typo", loss="mse")
+
+
+def test_functional_and_subclassed_models_train_and_accuracy_resolves_from_shapes():
+    keras.utils.set_random_seed(0)
+    inp = keras.Input((4,))
+    out = L.Dense(1, activation="sigmoid")(L.Dense(8, activation="relu")(inp))
+    binary = keras.Model(inp, out)
+    binary.compile(optimizer=ek.optimizers.Adam(0.05), loss="binary_crossentropy", metrics=["accuracy"])
+    yb = LABELS.astype(np.float32)[:, None]
+    h = binary.fit(X, yb, epochs=15, verbose=0)
+    p = binary.predict(X, verbose=0)
+    np.testing.assert_allclose(h.history["accuracy"][-1], np.mean((p > 0.5) == (yb > 0.5)), atol=0.05)
+    assert binary.evaluate(X, yb, verbose=0)[1] == pytest.approx(np.mean((p > 0.5) == (yb > 0.5)))
+
+    class Net(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.hidden = L.Dense(16, activation="relu")
+            self.norm = L.BatchNormalization()
+            self.drop = L.Dropout(0.2)
+            self.out = L.Dense(2, activation="softmax")
+
+        def call(self, x, training=False):
+            return self.out(self.drop(self.norm(self.hidden(x)), training=training))
+    net = Net()
+    net.compile(optimizer=ek.optimizers.Adam(0.05), loss="categorical_crossentropy", metrics=["acc"])
+    onehot = np.eye(2, dtype=np.float32)[LABELS]
+    h = net.fit(X, onehot, batch_size=20, epochs=10, verbose=0)
+    assert h.history["acc"][-1] > 0.85
+    assert not np.allclose(net.norm.moving_mean.numpy(), 0)          # training=True reached BatchNormalization
+    np.testing.assert_allclose(net.evaluate(X, onehot, verbose=0)[1],
+                               np.mean(net.predict(X, verbose=0).argmax(1) == LABELS))
+
+
+def test_custom_train_step_is_used_by_fit():
+    calls = []
+
+    class Custom(keras.Sequential):
+        def train_step(self, data):
+            calls.append("traced")
+            return super().train_step(data)
+    keras.utils.set_random_seed(0)
+    m = Custom([keras.Input((4,)), L.Dense(1)])
+    m.compile(optimizer="sgd", loss="mse")
+    m.fit(X, Y, epochs=3, verbose=0)
+    assert calls == ["traced"]                       # Python ran once: at the single trace
+
+
+def test_lstm_sequence_classifier_trains():
+    keras.utils.set_random_seed(0)
+    rng = np.random.default_rng(5)
+    seqs = rng.integers(1, 10, size=(120, 6)).astype(np.int32)
+    target = (seqs[:, -1] > 5).astype(np.int32)                   # depends on the last token
+    model = keras.Sequential([keras.Input((6,), dtype="int32"), L.Embedding(10, 8), L.LSTM(8), L.Dense(2)])
+    model.compile(optimizer=ek.optimizers.Adam(0.05),
+                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+    h = model.fit(seqs, target, batch_size=32, epochs=15, verbose=0)
+    assert h.history["accuracy"][-1] > 0.9 and h.history["loss"][-1] < h.history["loss"][0]
