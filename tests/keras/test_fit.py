@@ -243,3 +243,28 @@ def test_lstm_sequence_classifier_trains():
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     h = model.fit(seqs, target, batch_size=32, epochs=15, verbose=0)
     assert h.history["accuracy"][-1] > 0.9 and h.history["loss"][-1] < h.history["loss"][0]
+
+
+class Repeating:
+    """An infinite dataset (cardinality -1), like eager.data's repeat()."""
+
+    def __init__(self, x, y, batch):
+        self.inner = TinyDataset(x, y, batch)
+        self.epochs_started = 0
+
+    def cardinality(self):
+        return -1
+
+    def __iter__(self):
+        self.epochs_started += 1
+        while True:
+            yield from self.inner
+
+
+def test_infinite_datasets_need_steps_and_continue_across_epochs():
+    model = classifier()
+    data = Repeating(X, LABELS, 30)
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        model.fit(data, epochs=1, verbose=0)
+    h = model.fit(data, epochs=3, steps_per_epoch=2, verbose=0)
+    assert len(h.history["loss"]) == 3 and data.epochs_started == 1

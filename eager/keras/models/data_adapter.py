@@ -98,7 +98,11 @@ class DatasetAdapter:
     def __init__(self, dataset, steps=None):
         self.dataset, self.steps = dataset, steps
         self.num_batches = steps
+        self._iterator = None
         if steps is None:
+            if _cardinality(dataset) == -1:
+                raise ValueError("the dataset is infinite (it repeats forever): pass steps_per_epoch (fit) or "
+                                 "steps (evaluate, predict)")
             try:
                 n = len(dataset)
                 self.num_batches = int(n) if n >= 0 else None
@@ -106,14 +110,39 @@ class DatasetAdapter:
                 self.num_batches = None
 
     def __iter__(self):
-        it = iter(self.dataset)
-        if it is self.dataset and self.steps is None:
-            raise ValueError("an iterator (not a re-iterable dataset) was passed: pass steps_per_epoch / steps, "
-                             "or pass the dataset itself")
-        for i, element in enumerate(it):
-            if self.steps is not None and i >= self.steps:
-                break
+        if self.steps is None:
+            it = iter(self.dataset)
+            if it is self.dataset:
+                raise ValueError("an iterator (not a re-iterable dataset) was passed: pass steps_per_epoch / "
+                                 "steps, or pass the dataset itself")
+            for element in it:
+                yield _unpack(element)
+            return
+        # with a step count, epochs continue one iterator (as Keras does with an infinite dataset);
+        # a finite dataset that runs out starts over, an exhausted plain iterator ends the epoch
+        if self._iterator is None:
+            self._iterator = iter(self.dataset)
+        for _ in range(self.steps):
+            try:
+                element = next(self._iterator)
+            except StopIteration:
+                self._iterator = iter(self.dataset)
+                try:
+                    element = next(self._iterator)
+                except StopIteration:
+                    return
             yield _unpack(element)
+
+
+def _cardinality(dataset):
+    """tf.data's cardinality (-1 infinite, -2 unknown), when the dataset has one."""
+    fn = getattr(dataset, "cardinality", None)
+    if fn is None:
+        return None
+    try:
+        return int(fn())
+    except (TypeError, ValueError):
+        return None
 
 
 def _unpack(element):
