@@ -4,11 +4,11 @@ Layers, losses and metrics are eager code (they run eagerly and inside `@functio
 compiles its train and test steps through `eager.compiler_hook` (docs/architecture.md), so this
 package never imports `tracing`.
 """
-from . import activations, backend, callbacks, initializers, layers, losses, metrics, optimizers
+from . import activations, backend, callbacks, initializers, layers, losses, metrics, optimizers, regularizers
 from .models import Functional, Input, Model, Sequential
 
-__all__ = ["activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics", "utils", "Model",
-           "Sequential", "Input", "Functional"]
+__all__ = ["activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics", "regularizers",
+           "utils", "Model", "Sequential", "Input", "Functional"]
 
 
 class utils:  # noqa: N801 - a namespace, as keras.utils

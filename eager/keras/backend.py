@@ -57,6 +57,20 @@ def current_path() -> str:
     return "/".join(_paths())
 
 
+def call_depth() -> int:
+    """How many layer calls enclose this point (0 outside any)."""
+    return getattr(_state, "depth", 0)
+
+
+@contextlib.contextmanager
+def call_scope():
+    _state.depth = call_depth() + 1
+    try:
+        yield
+    finally:
+        _state.depth -= 1
+
+
 def call_training():
     """The `training` value of the innermost enclosing layer call that set one (None outside)."""
     return getattr(_state, "training", None)

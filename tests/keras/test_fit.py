@@ -268,3 +268,33 @@ def test_infinite_datasets_need_steps_and_continue_across_epochs():
         model.fit(data, epochs=1, verbose=0)
     h = model.fit(data, epochs=3, steps_per_epoch=2, verbose=0)
     assert len(h.history["loss"]) == 3 and data.epochs_started == 1
+
+
+def test_weight_regularizers_and_add_loss_join_the_loss():
+    keras.utils.set_random_seed(0)
+    dense = L.Dense(1, kernel_regularizer=keras.regularizers.L2(0.1), bias_regularizer="l1")
+    model = keras.Sequential([keras.Input((4,)), dense])
+    model.compile(optimizer=ek.optimizers.SGD(0.0), loss="mse")
+    k, b = model.get_weights()
+    penalty = 0.1 * np.sum(k ** 2) + 0.01 * np.sum(np.abs(b))
+    assert len(model.losses) == 2
+    np.testing.assert_allclose(float(ek.add_n(model.losses)), penalty, rtol=1e-5)
+    mse = np.mean((X @ k + b - Y) ** 2)
+    np.testing.assert_allclose(model.evaluate(X, Y, batch_size=100, verbose=0), mse + penalty, rtol=1e-5)
+
+    class WithActivityLoss(keras.layers.Layer):
+        def call(self, x):
+            self.add_loss(ek.reduce_mean(ek.square(x)))
+            return x
+    act = keras.Sequential([keras.Input((4,)), WithActivityLoss(), L.Dense(1, use_bias=False)])
+    act.compile(optimizer=ek.optimizers.SGD(0.0), loss="mse")
+    (k2,) = act.get_weights()
+    np.testing.assert_allclose(act.evaluate(X, Y, batch_size=100, verbose=0),
+                               np.mean((X @ k2 - Y) ** 2) + np.mean(X ** 2), rtol=1e-5)
+    act(X)
+    act(X)
+    assert len(act.losses) == 1                       # each outermost call starts afresh
+    trained = keras.Sequential([keras.Input((4,)), L.Dense(1, kernel_regularizer=keras.regularizers.L2(10.0))])
+    trained.compile(optimizer=ek.optimizers.SGD(0.01), loss="mse")
+    trained.fit(X, Y, epochs=30, verbose=0)
+    assert np.abs(trained.get_weights()[0]).max() < np.abs(W_TRUE).max() / 4   # the penalty shrinks the kernel

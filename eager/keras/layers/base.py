@@ -29,7 +29,7 @@ from ... import nest
 from ...convert import constant
 from ...module import Module, _camel_to_snake
 from ...tensor import Tensor
-from .. import backend, initializers
+from .. import backend, initializers, regularizers
 from ..keras_tensor import KerasTensor, contains_keras_tensor, symbolic_call
 
 
@@ -70,6 +70,8 @@ class Layer(Module):
         self._input_shape_arg = tuple(input_shape) if input_shape is not None else None
         self._build_input_shape = None
         self._output_shape = None
+        self._regularized = []          # (weight, regularizer) pairs
+        self._call_losses = []          # add_loss values of the latest call
         params = inspect.signature(self.call).parameters
         self._call_takes_training = "training" in params
 
@@ -101,7 +103,8 @@ class Layer(Module):
         return self.name
 
     # ------------------------------------------------------------------ weights
-    def add_weight(self, shape=(), initializer="glorot_uniform", dtype=None, trainable=True, name=None):
+    def add_weight(self, shape=(), initializer="glorot_uniform", dtype=None, trainable=True, name=None,
+                   regularizer=None):
         """Create a weight now (eagerly, even inside a trace) with Keras's name and path."""
         name = name or "variable"
         shape = tuple(int(d) for d in shape)
@@ -112,7 +115,28 @@ class Layer(Module):
         prefix = backend.current_path() or self.name
         var = backend.KerasVariable(value, name=name, path=f"{prefix}/{name}", trainable=trainable, dtype=dtype)
         (self._own_trainable if trainable else self._own_non_trainable).append(var)
+        regularizer = regularizers.get(regularizer)
+        if regularizer is not None:
+            self._regularized.append((var, regularizer))
         return var
+
+    # ------------------------------------------------------------------ losses
+    def add_loss(self, loss) -> None:
+        """Add a scalar to this call's losses (`layer.losses`; `fit` adds them to the loss)."""
+        self._call_losses.append(loss)
+
+    @property
+    def losses(self) -> list:
+        """The add_loss values of the latest call and the weights' regularization penalties (now)."""
+        out = list(self._call_losses) + [reg(w.value()) for w, reg in self._regularized]
+        for layer in self._layers:
+            out.extend(layer.losses)
+        return out
+
+    def _clear_losses(self) -> None:
+        self._call_losses = []
+        for layer in self._layers:
+            layer._clear_losses()
 
     def _collect(self, own, sub):
         out, seen = [], set()
@@ -199,8 +223,10 @@ class Layer(Module):
             training = backend.call_training()
         if self._call_takes_training:
             kwargs["training"] = training
-        with backend.path_scope(self.name) if self._pushes_path else contextlib.nullcontext(), \
-                _context.name_scope(self.name):
+        if backend.call_depth() == 0:
+            self._clear_losses()               # an outermost call starts a fresh set of add_loss values
+        path = backend.path_scope(self.name) if self._pushes_path else contextlib.nullcontext()
+        with backend.call_scope(), path, _context.name_scope(self.name):
             self._build_on(args[0], push=False)
             with backend.training_scope(training):
                 out = self.call(*args, **kwargs)

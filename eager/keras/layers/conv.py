@@ -34,8 +34,9 @@ class Conv2D(Layer):
 
     def __init__(self, filters, kernel_size, strides=(1, 1), padding="valid", data_format=None,
                  dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(**kwargs)
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         _channels_last(data_format, "Conv2D")
         self.filters = int(filters)
         self.kernel_size = _pair(kernel_size, "kernel_size", "Conv2D")
@@ -51,8 +52,9 @@ class Conv2D(Layer):
             raise ValueError(f"Conv2D {self.name!r}: expects inputs (batch, height, width, channels) with known "
                              f"channels, got shape {input_shape}")
         self.kernel = self.add_weight(self.kernel_size + (input_shape[-1], self.filters), self.kernel_initializer,
-                                      name="kernel")
-        self.bias = self.add_weight((self.filters,), self.bias_initializer, name="bias") if self.use_bias else None
+                                      name="kernel", regularizer=self.kernel_regularizer)
+        self.bias = self.add_weight((self.filters,), self.bias_initializer, name="bias",
+                                    regularizer=self.bias_regularizer) if self.use_bias else None
 
     def call(self, inputs):
         y = _nn.conv2d(inputs, self.kernel, list(self.strides), self.padding.upper(),

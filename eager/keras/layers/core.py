@@ -33,8 +33,9 @@ class Dense(Layer):
     """`activation(inputs @ kernel + bias)` over the last axis; kernel (in, units)."""
 
     def __init__(self, units, activation=None, use_bias=True, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", kernel_regularizer=None, bias_regularizer=None, **kwargs):
         super().__init__(**kwargs)
+        self.kernel_regularizer, self.bias_regularizer = kernel_regularizer, bias_regularizer
         if int(units) <= 0:
             raise ValueError(f"Dense: units must be a positive integer, got {units}")
         self.units = int(units)
@@ -47,8 +48,10 @@ class Dense(Layer):
         if last is None:
             raise ValueError(f"Dense {self.name!r}: the last dimension of the input must be known, got "
                              f"shape {input_shape}")
-        self.kernel = self.add_weight((last, self.units), self.kernel_initializer, name="kernel")
-        self.bias = self.add_weight((self.units,), self.bias_initializer, name="bias") if self.use_bias else None
+        self.kernel = self.add_weight((last, self.units), self.kernel_initializer, name="kernel",
+                                      regularizer=self.kernel_regularizer)
+        self.bias = self.add_weight((self.units,), self.bias_initializer, name="bias",
+                                    regularizer=self.bias_regularizer) if self.use_bias else None
 
     def call(self, inputs):
         if inputs.shape.rank == 2:

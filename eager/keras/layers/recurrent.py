@@ -55,8 +55,10 @@ class _RNN(Layer):
 
     def __init__(self, units, activation="tanh", use_bias=True, kernel_initializer="glorot_uniform",
                  recurrent_initializer="orthogonal", bias_initializer="zeros", return_sequences=False,
-                 return_state=False, go_backwards=False, **kwargs):
+                 return_state=False, go_backwards=False, kernel_regularizer=None, recurrent_regularizer=None,
+                 bias_regularizer=None, **kwargs):
         super().__init__(**kwargs)
+        self._regularizers = (kernel_regularizer, recurrent_regularizer, bias_regularizer)
         self.units = int(units)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -69,9 +71,11 @@ class _RNN(Layer):
                              f"known features, got shape {input_shape}")
         k, r, b = self._inits
         width = self._gates * self.units
-        self.kernel = self.add_weight((input_shape[-1], width), k, name="kernel")
-        self.recurrent_kernel = self.add_weight((self.units, width), r, name="recurrent_kernel")
-        self.bias = self.add_weight(self._bias_shape(), self._bias_init(b), name="bias") if self.use_bias else None
+        kr, rr, br = self._regularizers
+        self.kernel = self.add_weight((input_shape[-1], width), k, name="kernel", regularizer=kr)
+        self.recurrent_kernel = self.add_weight((self.units, width), r, name="recurrent_kernel", regularizer=rr)
+        self.bias = self.add_weight(self._bias_shape(), self._bias_init(b), name="bias",
+                                    regularizer=br) if self.use_bias else None
 
     def _bias_shape(self):
         return (self._gates * self.units,)

@@ -20,6 +20,7 @@ from ... import nest
 from ...compiler_hook import function_compiler
 from ...ops import array as _array
 from ...ops import math as _m
+from ...ops.linalg import add_n
 from ...tape import GradientTape
 from ...tensor import Tensor
 from ...tensor_spec import TensorSpec
@@ -125,7 +126,11 @@ class Trainer:
             raise ValueError(f"model {self.name!r} has no loss: pass loss= to compile(), or override train_step")
         if y is None:
             raise ValueError("the data has no targets (y) to compute the loss against")
-        return self._compile_loss(y, y_pred, sample_weight)
+        loss = self._compile_loss(y, y_pred, sample_weight)
+        extra = self.losses                    # add_loss values and weight regularization, as Keras adds them
+        if extra:
+            loss = add_n([loss] + [_m.cast(v, loss.dtype) for v in extra])
+        return loss
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None, loss=None):
         if self._compile_metrics is None:
