@@ -298,3 +298,16 @@ def test_weight_regularizers_and_add_loss_join_the_loss():
     trained.compile(optimizer=ek.optimizers.SGD(0.01), loss="mse")
     trained.fit(X, Y, epochs=30, verbose=0)
     assert np.abs(trained.get_weights()[0]).max() < np.abs(W_TRUE).max() / 4   # the penalty shrinks the kernel
+
+
+def test_fit_a_two_input_functional_model_from_a_dict():
+    keras.utils.set_random_seed(0)
+    a, b = keras.Input((2,), name="left"), keras.Input((2,), name="right")
+    out = L.Dense(1)(L.Concatenate()([a, b]))
+    model = keras.Model([a, b], out)
+    model.compile(optimizer=ek.optimizers.SGD(0.1), loss="mse")
+    h = model.fit({"left": X[:, :2], "right": X[:, 2:]}, Y, batch_size=32, epochs=20, verbose=0)
+    assert h.history["loss"][-1] < 0.01
+    np.testing.assert_allclose(model.predict([X[:, :2], X[:, 2:]], verbose=0),
+                               model.predict({"right": X[:, 2:], "left": X[:, :2]}, verbose=0), rtol=1e-6)
+    assert model._steps["train"].fn.experimental_get_tracing_count() == 1

@@ -89,7 +89,10 @@ def test_functional_model_with_two_inputs():
     ref = np.concatenate([np.maximum(xa @ d1.kernel.numpy() + d1.bias.numpy(), 0), xb], -1) @ d2.kernel.numpy() \
         + d2.bias.numpy()
     np.testing.assert_allclose(model([xa, xb]), ref, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(model({"b": xb, "a": xa}), ref, rtol=1e-5, atol=1e-5)     # a dict goes by name
     assert d1.kernel.path == f"{d1.name}/kernel"
+    with pytest.raises(ValueError, match="no entry for input"):
+        model({"a": xa})
 
 
 def test_functional_shapes_unknown_time_and_errors():

@@ -85,7 +85,14 @@ class Functional(Model):
         return [(t.shape, t.dtype) for t in self._flat_inputs]
 
     def call(self, inputs, training=None):
-        given = nest.flatten(inputs)
+        if isinstance(inputs, dict):               # by input name, as Keras matches a dict
+            missing = [t.name for t in self._flat_inputs if t.name not in inputs]
+            if missing:
+                raise ValueError(f"model {self.name!r}: the input dict has no entry for input(s) {missing} "
+                                 f"(got keys {sorted(inputs)})")
+            given = [inputs[t.name] for t in self._flat_inputs]
+        else:
+            given = nest.flatten(inputs)
         if len(given) != len(self._flat_inputs):
             raise ValueError(f"model {self.name!r} has {len(self._flat_inputs)} input(s), got {len(given)}")
         values = {id(kt): v for kt, v in zip(self._flat_inputs, given)}
