@@ -161,7 +161,17 @@ def test_auc_roc_matches_numpy_and_the_exact_area():
     function(lambda a, b: auc.update_state(a, b))(ek.constant(y[150:]), ek.constant(p[150:]))
     close(auc.result(), auc_ref(y, p), 1e-5)
     assert abs(float(auc.result()) - exact_auc(y, p)) < 5e-3
-    assert abs(float(metrics.AUC(curve="PR")(y, p)) - 0.8) < 0.2      # a plausible PR area, no NaN
+    thresholds = [-1e-7] + [(i + 1) / 199 for i in range(198)] + [1 + 1e-7]
+    tp, fp, _, fn = np.array([confusion_ref(y, p, t) for t in thresholds], np.float64).T
+    precision = np.where(tp + fp > 0, tp / np.maximum(tp + fp, 1), 0)
+    recall = tp / (tp + fn)
+    for method, height in (("minoring", np.minimum), ("majoring", np.maximum)):
+        ref = np.sum((recall[:-1] - recall[1:]) * height(precision[:-1], precision[1:]))
+        close(metrics.AUC(curve="PR", summation_method=method)(y, p), ref, 1e-5)
+    order = np.argsort(-p)                                 # the exact PR curve, every distinct threshold
+    hits = np.cumsum(y[order])
+    exact = np.sum(np.diff(np.r_[0, hits / y.sum()]) * hits / np.arange(1, len(y) + 1))   # average precision
+    assert abs(float(metrics.AUC(curve="PR")(y, p)) - exact) < 0.02
 
 
 def test_metric_names_and_errors():
