@@ -311,3 +311,22 @@ def test_fit_a_two_input_functional_model_from_a_dict():
     np.testing.assert_allclose(model.predict([X[:, :2], X[:, 2:]], verbose=0),
                                model.predict({"right": X[:, 2:], "left": X[:, :2]}, verbose=0), rtol=1e-6)
     assert model._steps["train"].fn.experimental_get_tracing_count() == 1
+
+
+def test_fit_on_eager_data_pipelines():
+    a, b = classifier(), classifier()
+    pipeline = ek.data.Dataset.from_tensor_slices((X, LABELS)).batch(30).prefetch(ek.data.AUTOTUNE)
+    ha = a.fit(pipeline, epochs=2, verbose=0, validation_data=ek.data.Dataset.from_tensor_slices((X, LABELS)).batch(7))
+    hb = b.fit(X, LABELS, batch_size=30, epochs=2, shuffle=False, verbose=0, validation_data=(X, LABELS))
+    for key in ("loss", "accuracy", "val_loss", "val_accuracy"):
+        np.testing.assert_allclose(ha.history[key], hb.history[key], rtol=1e-5)
+    shuffled = ek.data.Dataset.from_tensor_slices((X, LABELS)).shuffle(100, seed=0).batch(32)
+    a.fit(shuffled, epochs=2, verbose=0)
+    np.testing.assert_allclose(a.predict(ek.data.Dataset.from_tensor_slices(X).batch(16), verbose=0),
+                               a.predict(X, verbose=0), rtol=1e-6)
+    assert tracing_counts(a) == {"train": 1, "test": 1, "predict": 1}
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        a.fit(ek.data.Dataset.from_tensor_slices((X, LABELS)).repeat().batch(10), verbose=0)
+    h = a.fit(ek.data.Dataset.from_tensor_slices((X, LABELS)).repeat().batch(10), epochs=2, steps_per_epoch=3,
+              verbose=0)
+    assert len(h.history["loss"]) == 2
