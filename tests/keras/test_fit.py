@@ -330,3 +330,17 @@ def test_fit_on_eager_data_pipelines():
     h = a.fit(ek.data.Dataset.from_tensor_slices((X, LABELS)).repeat().batch(10), epochs=2, steps_per_epoch=3,
               verbose=0)
     assert len(h.history["loss"]) == 2
+
+
+def test_class_weight_is_a_per_sample_weight_by_label():
+    weights = {0: 0.5, 1: 3.0}
+    a, b = classifier(), classifier()
+    ha = a.fit(X, LABELS, class_weight=weights, batch_size=25, epochs=2, shuffle=False, verbose=0)
+    hb = b.fit(X, LABELS, sample_weight=np.where(LABELS == 1, 3.0, 0.5), batch_size=25, epochs=2, shuffle=False,
+               verbose=0)
+    np.testing.assert_allclose(ha.history["loss"], hb.history["loss"], rtol=1e-5)
+    c = classifier()
+    c.fit(TinyDataset(X, LABELS, 25), class_weight=weights, epochs=2, verbose=0)
+    np.testing.assert_allclose(c.get_weights()[0], a.get_weights()[0], rtol=1e-5)
+    with pytest.raises(ValueError, match="no weight for class"):
+        classifier().fit(X, LABELS, class_weight={0: 1.0}, verbose=0)

@@ -153,6 +153,43 @@ def _unpack(element):
     return tuple(nest.map_structure(_leaf_tensor, p) for p in parts)
 
 
+def class_sample_weights(y, class_weight, sample_weight=None):
+    """Per-sample weights `class_weight[label]` (labels: class indices, or one-hot rows), times `sample_weight`."""
+    if y is None:
+        raise ValueError("class_weight needs targets (y)")
+    labels = np.asarray(y.numpy() if hasattr(y, "numpy") else y)
+    if labels.ndim >= 2 and labels.shape[-1] > 1:
+        labels = labels.argmax(axis=-1)
+    labels = labels.reshape(len(labels), -1)[:, 0].astype(np.int64)
+    missing = sorted(set(np.unique(labels).tolist()) - set(class_weight))
+    if missing:
+        raise ValueError(f"class_weight has no weight for class(es) {missing} (it has {sorted(class_weight)})")
+    table = np.zeros(max(max(class_weight), labels.max(initial=0)) + 1, np.float32)
+    for k, w in class_weight.items():
+        table[int(k)] = w
+    weights = table[labels]
+    if sample_weight is not None:
+        weights = weights * np.asarray(sample_weight.numpy() if hasattr(sample_weight, "numpy") else sample_weight,
+                                       np.float32).reshape(len(weights))
+    return weights
+
+
+class ClassWeighted:
+    """Batches of another adapter with `class_weight` folded into their sample weights."""
+
+    def __init__(self, inner, class_weight):
+        if not isinstance(class_weight, dict) or not class_weight:
+            raise ValueError(f"class_weight must be a non-empty dict class index -> weight, got {class_weight!r}")
+        self.inner, self.class_weight = inner, class_weight
+        self.num_batches = inner.num_batches
+
+    def __iter__(self):
+        for x, y, sw in self.inner:
+            if nest.is_nested(y):
+                raise ValueError("class_weight works with a single target only")
+            yield x, y, constant(class_sample_weights(y, self.class_weight, sw))
+
+
 def adapter(x, y=None, sample_weight=None, batch_size=None, shuffle=False, steps=None, what="fit"):
     if x is None:
         raise ValueError(f"{what}: no data was given (x is None)")

@@ -27,7 +27,8 @@ from ...tensor_spec import TensorSpec
 from .. import metrics as _metrics
 from ..callbacks import CallbackList, History, ProgbarLogger
 from . import compile_utils
-from .data_adapter import ArrayAdapter, adapter, is_dataset, unpack_validation
+from .data_adapter import (ArrayAdapter, ClassWeighted, adapter, class_sample_weights, is_dataset,
+                           unpack_validation)
 
 _KINDS = ("train", "test", "predict")
 
@@ -187,8 +188,6 @@ class Trainer:
             validation_data=None, shuffle=True, class_weight=None, sample_weight=None, initial_epoch=0,
             steps_per_epoch=None, validation_steps=None, validation_batch_size=None, validation_freq=1):
         self._check_compiled("fit")
-        if class_weight is not None:
-            raise ValueError("fit: class_weight is not supported; pass per-sample weights as sample_weight")
         data = adapter(x, y, sample_weight, batch_size, shuffle, steps_per_epoch, "fit")
         val = None
         if validation_split:
@@ -196,6 +195,8 @@ class Trainer:
                 raise ValueError("fit: validation_split works on arrays and tensors only; pass validation_data "
                                  "with a dataset")
             data, val = data.split(validation_split)
+        if class_weight is not None:
+            data = ClassWeighted(data, class_weight)
         if validation_data is not None:
             vx, vy, vw = unpack_validation(validation_data)
             val_batch = None if is_dataset(vx) else (validation_batch_size or batch_size)
@@ -290,7 +291,7 @@ class Trainer:
     def train_on_batch(self, x, y=None, sample_weight=None, class_weight=None, return_dict=False):
         """One update on this batch; returns the loss computed before the update (with metrics, a list)."""
         if class_weight is not None:
-            raise ValueError("train_on_batch: class_weight is not supported; pass sample_weight")
+            sample_weight = class_sample_weights(y, class_weight, sample_weight)
         return self._on_batch("train", x, y, sample_weight, return_dict)
 
     def test_on_batch(self, x, y=None, sample_weight=None, return_dict=False):
