@@ -83,6 +83,7 @@ def symbolic_call(layer, args, kwargs):
         shape = [da if da == db else None for da, db in zip(a_shape, b_shape)]
         return KerasTensor(shape, a.dtype)
     outputs = nest.map_structure(to_symbolic, first, second)
+    layer._output_shape = nest.map_structure(lambda t: t.shape, outputs)     # unknown dims stay None
     node = Node(layer, list(args), dict(kwargs), outputs)
     for i, t in enumerate(nest.flatten(outputs)):
         t.node = node

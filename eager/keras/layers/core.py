@@ -23,6 +23,7 @@ class InputLayer(Layer):
     def __init__(self, shape=None, batch_size=None, dtype=None, name=None):
         super().__init__(name=name, dtype=dtype)
         self.batch_shape = (batch_size,) + tuple(shape or ())
+        self._output_shape = self.batch_shape
         self.built = True
 
     def call(self, inputs):
