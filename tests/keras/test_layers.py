@@ -40,6 +40,12 @@ def test_dense_matches_numpy_and_names_weights_like_keras():
     assert d.count_params() == 5 * 3 + 3
 
 
+def test_nested_python_numbers_are_one_input():
+    d = L.Dense(2)
+    x = [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]
+    close(d(x), np.asarray(x, np.float32) @ d.kernel.numpy() + d.bias.numpy())
+
+
 def test_dense_on_rank3_inputs_works_on_the_last_axis():
     d = L.Dense(2, use_bias=False)
     x = rand(2, 3, 4)

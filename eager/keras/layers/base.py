@@ -43,6 +43,14 @@ def _to_tensor(x):
     return x
 
 
+def _to_inputs(x):
+    """A layer's inputs as tensors: nested Python numbers are one array; structures of arrays stay structures."""
+    if isinstance(x, (list, tuple)) and x and all(isinstance(e, (int, float)) and not isinstance(e, bool)
+                                                  for e in nest.flatten(x)):
+        return _to_tensor(np.asarray(x))
+    return nest.map_structure(_to_tensor, x)
+
+
 def _shape_of(x):
     if isinstance(x, (Tensor, KerasTensor)) or hasattr(x, "shape"):
         s = x.shape
@@ -217,7 +225,7 @@ class Layer(Module):
         if contains_keras_tensor(args, kwargs):
             self._build_on(args[0])
             return symbolic_call(self, args, kwargs)
-        args = (nest.map_structure(_to_tensor, args[0]),) + args[1:]
+        args = (_to_inputs(args[0]),) + args[1:]
         training = kwargs.pop("training", None)
         if training is None:
             training = backend.call_training()
