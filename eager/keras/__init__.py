@@ -7,8 +7,8 @@ package never imports `tracing`.
 from . import activations, backend, callbacks, initializers, layers, losses, metrics, optimizers, regularizers
 from .models import Functional, Input, Model, Sequential
 
-__all__ = ["activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics", "regularizers",
-           "utils", "Model", "Sequential", "Input", "Functional"]
+__all__ = ["activations", "backend", "callbacks", "initializers", "layers", "losses", "metrics", "optimizers",
+           "regularizers", "utils", "Model", "Sequential", "Input", "Functional"]
 
 
 class utils:  # noqa: N801 - a namespace, as keras.utils

@@ -1,100 +1,79 @@
 """`model.save_weights(path)` / `model.load_weights(path)`: graphjit's own weights format.
 
-One file (any name; Keras 3's `*.weights.h5` is accepted, the content is not HDF5): a NumPy
-`.npz` archive, written with `numpy.savez` and read with `numpy.load(allow_pickle=False)`, that
-holds one array per weight (`w0000`, `w0001`, ... in the order of `model.weights`) and a
-`manifest` entry, UTF-8 JSON bytes stored as a uint8 array:
-
-    {"format": "graphjit.keras.weights", "version": 1,
-     "weights": [{"key": "w0000", "path": "dense/kernel", "shape": [64, 32], "dtype": "float32"}, ...]}
+One file (any name; Keras 3's `*.weights.h5` is accepted, the content is not HDF5) in the
+safetensors layout, written and read by `eager.train.tensor_file` (the same module that writes
+checkpoints): an 8-byte header length, a JSON header naming each tensor's dtype, shape and byte
+range, then the raw little-endian bytes.  Each weight is stored under `NNNN/<path>`, its
+position in `model.weights` and its Keras path (`0000/dense/kernel`), and the header's metadata
+says `{"format": "graphjit.keras.weights", "version": "2"}`.
 
 Loading matches weights by position, as Keras matches them by the model's structure (layer
-names may differ between two instances of the same architecture), and checks the count,
-every shape and every dtype first: a mismatch raises before any weight changes.  The file is
-written next to its destination and renamed, so a crash never leaves half a file.  Nothing
-read from the file becomes code: it is arrays and JSON.
+names may differ between two instances of the same architecture), and checks the count, every
+shape and every dtype first: a mismatch raises before any weight changes.  The file is written
+to a temporary name and renamed, so a crash never leaves half a file; the reader checks the
+header before it reads any tensor.  Nothing read from the file becomes code: JSON and raw
+numbers, no pickle.
 """
 from __future__ import annotations
 
-import json
 import os
-import tempfile
+import re
 
 import numpy as np
 
-FORMAT, VERSION = "graphjit.keras.weights", 1
+FORMAT, VERSION = "graphjit.keras.weights", "2"
+_KEY = re.compile(r"^(\d{4,})/(.*)$")
 
 
 def save_weights(model, path) -> None:
+    from ..train import tensor_file
     path = os.fspath(path)
-    weights = model.weights
     if not model.built:
         raise ValueError(f"save_weights: model {model.name!r} is not built yet; call it on data (or build it) first")
-    arrays, records = {}, []
-    for i, w in enumerate(weights):
-        key = f"w{i:04d}"
-        value = np.asarray(w.numpy())
-        arrays[key] = value
-        records.append({"key": key, "path": w.path, "shape": list(value.shape), "dtype": value.dtype.name})
-    manifest = {"format": FORMAT, "version": VERSION, "weights": records}
-    arrays["manifest"] = np.frombuffer(json.dumps(manifest).encode("utf-8"), np.uint8)
+    tensors = {f"{i:04d}/{w.path}": np.asarray(w.numpy()) for i, w in enumerate(model.weights)}
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".weights-", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    tensor_file.write_tensors(path, tensors, {"format": FORMAT, "version": VERSION})
 
 
 def read_weights(path):
-    """(manifest, [arrays in order]) from a weights file, validated."""
+    """[(saved path, array)] in model order, from a weights file, validated."""
+    from ..train import tensor_file
     path = os.fspath(path)
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+        tensors, metadata = tensor_file.read_tensors(path)
+    except tensor_file.TensorFileError as e:
         raise ValueError(f"load_weights: {path} is not a graphjit weights file ({e})") from None
-    with archive:
-        if "manifest" not in archive.files:
-            raise ValueError(f"load_weights: {path} has no manifest: not a graphjit weights file")
-        try:
-            manifest = json.loads(bytes(archive["manifest"]).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise ValueError(f"load_weights: {path}: unreadable manifest ({e})") from None
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise ValueError(f"load_weights: {path} is not a graphjit weights file (format "
-                             f"{manifest.get('format') if isinstance(manifest, dict) else None!r})")
-        if manifest.get("version") != VERSION:
-            raise ValueError(f"load_weights: {path} has format version {manifest.get('version')!r}; this graphjit "
-                             f"reads version {VERSION}")
-        records = manifest.get("weights")
-        if not isinstance(records, list):
-            raise ValueError(f"load_weights: {path}: the manifest lists no weights")
-        arrays = []
-        for r in records:
-            key = r.get("key") if isinstance(r, dict) else None
-            if not isinstance(key, str) or key not in archive.files or key == "manifest":
-                raise ValueError(f"load_weights: {path}: manifest entry {r!r} names no array of the file")
-            arrays.append(archive[key])
-    return manifest, arrays
+    metadata = metadata or {}
+    if metadata.get("format") != FORMAT:
+        raise ValueError(f"load_weights: {path} is not a graphjit weights file (format {metadata.get('format')!r})")
+    if metadata.get("version") != VERSION:
+        raise ValueError(f"load_weights: {path} has format version {metadata.get('version')!r}; this graphjit "
+                         f"reads version {VERSION}")
+    entries = []
+    for key, value in tensors.items():
+        m = _KEY.match(key)
+        if m is None:
+            raise ValueError(f"load_weights: {path}: tensor {key!r} is not named 'NNNN/<weight path>'")
+        entries.append((int(m.group(1)), m.group(2), value))
+    entries.sort(key=lambda e: e[0])
+    if [e[0] for e in entries] != list(range(len(entries))):
+        raise ValueError(f"load_weights: {path}: the weights are not numbered 0..{len(entries) - 1}")
+    return [(p, v) for _, p, v in entries]
 
 
 def load_weights(model, path) -> None:
-    manifest, arrays = read_weights(path)
+    saved = read_weights(path)
     weights = model.weights
     if not model.built:
         raise ValueError(f"load_weights: model {model.name!r} is not built yet; call it on data (or build it) "
                          f"first, so its weights exist")
-    if len(arrays) != len(weights):
-        raise ValueError(f"load_weights: {path} holds {len(arrays)} weights but model {model.name!r} has "
+    if len(saved) != len(weights):
+        raise ValueError(f"load_weights: {path} holds {len(saved)} weights but model {model.name!r} has "
                          f"{len(weights)}")
-    for w, a, r in zip(weights, arrays, manifest["weights"]):
+    for w, (saved_path, a) in zip(weights, saved):
         if tuple(a.shape) != tuple(w.shape.as_list()) or a.dtype != w.dtype.as_numpy_dtype:
-            raise ValueError(f"load_weights: saved weight {r.get('path')!r} ({a.dtype.name}{list(a.shape)}) does "
+            raise ValueError(f"load_weights: saved weight {saved_path!r} ({a.dtype.name}{list(a.shape)}) does "
                              f"not fit {w.path!r} ({w.dtype.name}{w.shape.as_list()})")
-    for w, a in zip(weights, arrays):
+    for w, (_, a) in zip(weights, saved):
         w.assign(a)

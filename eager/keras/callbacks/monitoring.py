@@ -35,12 +35,11 @@ def get_learning_rate(optimizer) -> float:
 
 def set_learning_rate(optimizer, value) -> None:
     lr = optimizer.learning_rate
-    if hasattr(lr, "assign"):
-        lr.assign(np.asarray(value, lr.dtype.as_numpy_dtype))
-    elif callable(lr):
-        raise TypeError("the optimizer's learning rate is a schedule; it cannot be set by a callback")
-    else:
-        optimizer.learning_rate = float(value)
+    if not hasattr(lr, "assign"):
+        # a schedule, or a Python number a compiled train step has already baked in: refuse
+        raise TypeError(f"the optimizer's learning rate ({type(lr).__name__}) is not a variable, so a callback "
+                        f"cannot change it (use an eager.keras.optimizers optimizer with a float learning rate)")
+    lr.assign(np.asarray(value, lr.dtype.as_numpy_dtype))
 
 
 class _Monitor(Callback):

@@ -1,9 +1,8 @@
 """What `compile` turns its arguments into: the optimizer, the loss and the metrics.
 
-- Optimizers by object or name (`"adam"`, `"sgd"`): `eager.keras.optimizers.get` when that
-  package exists, else the two classes of `eager.optimizers`.  An `eager.optimizers` optimizer
-  whose learning rate is a Python number gets it as a variable, so a callback that changes it
-  (LearningRateScheduler, ReduceLROnPlateau) changes what the compiled train step uses.
+- Optimizers by object or name (`"adam"`, `"sgd"`): `eager.keras.optimizers.get`.  Their
+  learning rate is a variable, so a callback that changes it (LearningRateScheduler,
+  ReduceLROnPlateau) changes what the compiled train step uses without a retrace.
 - The loss: one loss (object, name or function) for a single output, or a list for a list of
   outputs (summed).
 - Metrics are resolved when the first batch is seen (Keras resolves "accuracy" from the
@@ -13,33 +12,13 @@
 from __future__ import annotations
 
 from ... import nest
-from ...variables import Variable
 from .. import losses as _losses
 from .. import metrics as _metrics
+from .. import optimizers as _optimizers
 
 
 def get_optimizer(identifier):
-    # imported here: eager.optimizers may itself be importing eager.keras (one package aliases the other)
-    from ... import optimizers as eager_optimizers
-    try:
-        from .. import optimizers as keras_optimizers      # the optimizer package, when it is installed
-    except ImportError:
-        keras_optimizers = None
-    if keras_optimizers is not None and hasattr(keras_optimizers, "get"):
-        opt = keras_optimizers.get(identifier)
-    elif isinstance(identifier, str):
-        fallback = {"sgd": eager_optimizers.SGD, "adam": eager_optimizers.Adam}
-        cls = fallback.get(identifier.lower())
-        if cls is None:
-            raise ValueError(f"unknown optimizer {identifier!r}; known names: {sorted(fallback)}")
-        opt = cls()
-    elif hasattr(identifier, "apply_gradients"):
-        opt = identifier
-    else:
-        raise ValueError(f"cannot interpret {identifier!r} as an optimizer")
-    if isinstance(getattr(opt, "learning_rate", None), (int, float)):
-        opt.learning_rate = Variable(float(opt.learning_rate), trainable=False, name="learning_rate")
-    return opt
+    return _optimizers.get(identifier)
 
 
 class CompileLoss:
