@@ -173,7 +173,9 @@ def test_progress_bar_on_a_terminal_redraws_in_place():
     bar.update(4, [("loss", 0.25)], finalize=True)
     lines = term.text.split("\r")
     assert len(lines) == 5 and lines[1].startswith("1/4 ━━━━━╸") and "loss: 0.5000" in lines[1]
-    assert lines[-1].startswith("4/4 " + "━" * 20) and lines[-1].endswith("loss: 0.2500\n")
+    # the last frame ends the line; spaces after it clear what a longer earlier frame left on screen
+    assert lines[-1].startswith("4/4 " + "━" * 20) and lines[-1].endswith("\n")
+    assert lines[-1].rstrip().endswith("loss: 0.2500")
 
 
 def test_errors_are_clear():
@@ -344,3 +346,30 @@ def test_class_weight_is_a_per_sample_weight_by_label():
     np.testing.assert_allclose(c.get_weights()[0], a.get_weights()[0], rtol=1e-5)
     with pytest.raises(ValueError, match="no weight for class"):
         classifier().fit(X, LABELS, class_weight={0: 1.0}, verbose=0)
+
+
+def test_a_user_call_with_python_control_flow_on_tensors_is_converted_in_fit():
+    class Branchy(keras.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = L.Dense(1)
+
+        def call(self, x, training=False):
+            y = self.dense(x)
+            if ek.reduce_mean(y) > 0:          # a tensor condition: AutoGraph makes it a cond in the graph
+                y = y * 2.0
+            else:
+                y = -y
+            for _ in range(2):                 # a Python loop over a Python range stays Python
+                y = y + 0.0
+            return y
+
+    def run(run_eagerly):
+        keras.utils.set_random_seed(0)
+        m = Branchy()
+        m.compile(optimizer=ek.optimizers.SGD(0.01), loss="mse", run_eagerly=run_eagerly)
+        return m.fit(X, Y, batch_size=20, epochs=3, shuffle=False, verbose=0).history["loss"], m
+    compiled, model = run(False)
+    eager_losses, _ = run(True)
+    np.testing.assert_allclose(compiled, eager_losses, rtol=1e-5)
+    assert model._steps["train"].fn.experimental_get_tracing_count() == 1

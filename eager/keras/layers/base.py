@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import weakref
 
 import numpy as np
 
 from ... import context as _context
 from ... import nest
+from ...compiler_hook import function_compiler
 from ...convert import constant
 from ...module import Module, _camel_to_snake
 from ...tensor import Tensor
@@ -41,6 +43,18 @@ def _to_tensor(x):
             a = a.astype(np.float32)
         return constant(a)
     return x
+
+
+_CONVERTED = weakref.WeakKeyDictionary()
+
+
+def _converted_call(layer):
+    """`layer.call` as a `@function` made through the compiler hook: called while a graph is being
+    built, it runs inline, converted by AutoGraph (eager cannot import autograph itself)."""
+    fn = _CONVERTED.get(layer)
+    if fn is None:
+        fn = _CONVERTED[layer] = function_compiler()(layer.call)
+    return fn
 
 
 def _to_inputs(x):
@@ -82,6 +96,9 @@ class Layer(Module):
         self._call_losses = []          # add_loss values of the latest call
         params = inspect.signature(self.call).parameters
         self._call_takes_training = "training" in params
+        # a `call` written by the user (not one of ours) may hold Python control flow on tensors:
+        # in a graph it runs converted by AutoGraph, as Keras converts it
+        self._user_call = not type(self).call.__module__.startswith(__name__.rsplit(".", 2)[0])
 
     # ------------------------------------------------------------------ tracking
     def __setattr__(self, name, value):
@@ -237,7 +254,9 @@ class Layer(Module):
         with backend.call_scope(), path, _context.name_scope(self.name):
             self._build_on(args[0], push=False)
             with backend.training_scope(training):
-                out = self.call(*args, **kwargs)
+                call = self.call if self._user_call is False or _context.executing_eagerly() \
+                    else _converted_call(self)
+                out = call(*args, **kwargs)
         self._output_shape = nest.map_structure(lambda t: (None,) + tuple(_shape_of(t)[1:])
                                                 if _shape_of(t) else None, out)
         return out
