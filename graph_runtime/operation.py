@@ -66,7 +66,7 @@ class SourceLocation:
     proportional to the position in the function: quadratic tracing of long (e.g. unrolled) functions.
     """
 
-    __slots__ = ("filename", "function", "_lineno", "_code", "_lasti")
+    __slots__ = ("filename", "function", "_lineno", "_code", "_lasti", "recorded_here")
 
     def __init__(self, filename: str, lineno: int, function: str = ""):
         object.__setattr__(self, "filename", filename)
@@ -74,6 +74,9 @@ class SourceLocation:
         object.__setattr__(self, "_lineno", lineno)
         object.__setattr__(self, "_code", None)
         object.__setattr__(self, "_lasti", -1)
+        # False: the location came as data (an imported GraphDef, another process); only a location this
+        # process recorded from a running frame names a file whose lines may be shown (visualize_svg)
+        object.__setattr__(self, "recorded_here", False)
 
     @classmethod
     def _of_frame(cls, frame) -> "SourceLocation":
@@ -84,6 +87,7 @@ class SourceLocation:
         object.__setattr__(loc, "_lineno", None)
         object.__setattr__(loc, "_code", code)
         object.__setattr__(loc, "_lasti", frame.f_lasti)
+        object.__setattr__(loc, "recorded_here", True)
         return loc
 
     @property

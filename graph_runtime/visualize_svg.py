@@ -13,7 +13,8 @@ each holding an `<svg>` drawing of the group's items:
 - data edges (tooltip: dtype and shape), dashed control edges.
 
 Clicking an op shows its name, type, device, inputs, outputs, attrs and the
-user's source line (file, line, text) in the info box; clicking an op with
+user's source line (file, line, text; the text only for locations this process
+recorded, never for an imported GraphDef's, which could name any local file) in the info box; clicking an op with
 bodies also opens its body panels.  `page.html#op=NAME` opens the panels
 holding op NAME and shows its details (a link to an op).  Scopes and bodies start open when the
 whole graph has at most `EXPAND_LIMIT` ops, closed otherwise, so a 500-op
@@ -128,7 +129,8 @@ def _details(op) -> str:
     loc = op.location
     if loc is not None:
         lines.append(f"source: {loc.filename}:{loc.lineno} in {loc.function}")
-        text = linecache.getline(loc.filename, loc.lineno).strip()
+        # an imported location is data: it could name any local file, whose lines must not end up in the page
+        text = linecache.getline(loc.filename, loc.lineno).strip() if loc.recorded_here else ""
         if text:
             lines.append(f"    {text}")
     return "\n".join(lines)

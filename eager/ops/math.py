@@ -201,8 +201,11 @@ def _unop(name, fn, grad=None, ufunc=None, floats_only=False, **flags):
 
 
 def _sigmoid_kernel(x):
-    return np.multiply(np.add(np.tanh(np.multiply(x, 0.5, dtype=x.dtype)), 1, dtype=x.dtype), 0.5,
-                       dtype=x.dtype)
+    # t = exp(-|x|) never overflows; 1/(1+t) for x >= 0 and t/(1+t) for x < 0 keep full relative accuracy in
+    # both tails ((tanh(x/2)+1)/2 cancels to 0 below about -17 in float32, so log(sigmoid) became -inf)
+    t = np.exp(np.negative(np.abs(x)))
+    d = np.add(t, 1, dtype=x.dtype)
+    return np.divide(np.where(x >= 0, x.dtype.type(1), t), d, dtype=x.dtype)
 
 
 NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)])

@@ -123,3 +123,21 @@ def test_collapsed_scope_that_feeds_and_reads_an_op_outside_is_drawn(monkeypatch
     nodes, edges = _nodes_and_edges(page)
     assert nodes == {"x", "a/Exp", "y", "a/z"}
     assert {("a/", "y"), ("y", "a/"), ("y", "a/z")} <= edges
+
+
+def test_imported_locations_never_embed_local_file_lines(tmp_path):
+    """A GraphDef's node locations are data: one naming a local file must not put that file's lines in
+    the page (only locations this process recorded show their source text)."""
+    from graph_runtime import import_graph_def
+    secret = tmp_path / "secret.txt"
+    secret.write_text("first line\nTOP-SECRET-TOKEN\n")
+    gd = _small_graph().as_graph_def()
+    for n in gd["nodes"]:
+        n["location"] = [str(secret), 2, "f"]
+    g = Graph()
+    with g.as_default():
+        import_graph_def(gd, name="")
+    page = to_html(g, optimizer=False)
+    assert "TOP-SECRET-TOKEN" not in page
+    assert f"{secret}:2 in f" in page                   # the location itself is still shown, as data
+    assert "ek.exp(x, name=" in to_html(_small_graph(), optimizer=False)        # recorded here: shown
