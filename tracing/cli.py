@@ -6,7 +6,7 @@
                                             (--timing: load it and report import/optimize/compile time)
     graphjit show FILE:FUNC --timing [--shape x=2,3 ...]   trace FUNC once: time per phase and pass
     graphjit convert FILE:FUNC              AutoGraph's converted source of FUNC
-    graphjit graph FILE:FUNC [--out g.svg] [--shape x=2,3 ...] [--dtype x=int32 ...] [--optimized]
+    graphjit graph FILE:FUNC [--out g.html] [--shape x=2,3 ...] [--dtype x=int32 ...] [--optimized]
                              [--logdir DIR] [--graphviz]
     graphjit trace FILE:FUNC [--out trace.json] [--shape x=2,3 ...] [--dtype x=int32 ...] [--seed N]
 
@@ -182,7 +182,9 @@ def cmd_graph(args) -> int:
                    graphviz=args.graphviz)
     else:
         visualize_html.render(graph, out, ext, title=cf.pretty_printed_signature(verbose=False))
-    print(f"{cf.pretty_printed_signature(verbose=False)}: {len(cf.graph.get_operations())} ops -> {out}")
+    # the graph drawn (optimized or not), counted as the page counts it
+    print(f"{cf.pretty_printed_signature(verbose=False)}: {len(graph.get_operations())} ops at top level"
+          f"{' after optimization' if args.optimized else ''} -> {out}")
     return _graph_to_logdir(cf, args, graph) if args.logdir else 0
 
 

@@ -199,8 +199,8 @@ def _tour(t: "_Tour", user, workdir: str) -> None:
            "tracing.save({'predict': predict}, path)\nm = tracing.load(path)\nm.predict(x)")
     t.say(f"  same result after loading: {np.allclose(loaded.predict(x).numpy(), expected)}; restored variables: "
           f"{', '.join(v.name for v in loaded.variables)}; files: {', '.join(sorted(os.listdir(path)))}")
-    t.say("\nNext: `graphjit graph FILE:FUNC --out g.svg` draws a graph, `graphjit show DIR` inspects a saved "
-          "function, `graphjit bench` runs the benchmark suite (from a source checkout), and examples/ has "
+    t.say("\nNext: `graphjit graph FILE:FUNC --out g.html` draws a graph (no Graphviz needed), `graphjit show DIR` "
+          "inspects a saved function, `graphjit bench` runs the benchmark suite (from a source checkout), and examples/ has "
           "real programs.")
     t.say(f"(tour took {time.perf_counter() - t0:.1f} s)")
 

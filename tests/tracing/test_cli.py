@@ -52,7 +52,8 @@ def test_demo_quick(capsys):
     assert cli.main(["demo", "--quick"]) == 0
     out, err = capsys.readouterr()
     for text in ("Step 1. Eager tensors", "explain_retracing", "x: shape (2, 2) -> (5, 2)", "ag__.while_stmt",
-                 "ag__.if_stmt", "111 steps", "@function speedup", "NumPy", "same result after loading: True"):
+                 "ag__.if_stmt", "111 steps", "@function speedup", "NumPy", "same result after loading: True",
+                 "--out g.html"):
         assert text in out, text
     assert "timing [" in err                                  # progress bar on stderr
 
@@ -83,6 +84,18 @@ def test_graph_html_and_specs(user_file, tmp_path, capsys):
     assert cli.main(["graph", f"{user_file}:step", "--shape", "q=2", "--out", str(tmp_path / "x.html")]) == 1
     assert "not parameters of the function" in capsys.readouterr().err
     assert cli.main(["graph", f"{user_file}:model.scale", "--shape", "x=2", "--out", str(tmp_path / "m.dot")]) == 0
+
+
+def test_graph_reports_the_op_count_the_page_draws(user_file, tmp_path, capsys):
+    """`--optimized` draws the optimized graph: the count printed is that graph's, as the page says it."""
+    import re
+    for extra in ([], ["--optimized"]):
+        out = tmp_path / f"p{len(extra)}.html"
+        assert cli.main(["graph", f"{user_file}:step", "--shape", "x=2,3", "--shape", "n=", "--dtype", "n=int32",
+                         "--out", str(out), *extra]) == 0
+        printed = int(re.search(r": (\d+) ops at top level", capsys.readouterr().out).group(1))
+        drawn = int(re.search(r"(\d+) ops at top level\.", out.read_text()).group(1))
+        assert printed == drawn, (extra, printed, drawn)
 
 
 def test_graph_svg_needs_dot(user_file, tmp_path, capsys, monkeypatch):
