@@ -42,6 +42,21 @@ class GraphDefError(InvalidArgumentError):
     """A GraphDef is malformed or cannot be imported (the message names the problem)."""
 
 
+_NOT_IN_NAMES = frozenset("'\"\\`")
+
+
+def check_name(name: str) -> None:
+    """ValueError unless `name` may name a node or variable of a GraphDef: non-empty, printable (no newline
+    or other control character), without quotes, backquotes or backslashes.  Looser than the rule for names
+    given when building (`building.check_node_name`): graphs can hold names derived from a variable's name
+    (`my var/read`), and their GraphDefs must import again.  Export and import check it alike, so a graph
+    that exports imports."""
+    if not isinstance(name, str) or not name or len(name) > 1024 or not name.isprintable() or \
+            not _NOT_IN_NAMES.isdisjoint(name):
+        raise ValueError(f"{brief_repr(name)} is not a valid node name: printable text of at most 1,024 "
+                         f"characters without quotes, backquotes or backslashes")
+
+
 def graph_to_graph_def(graph, add_shapes: bool = False, _ctx: EncodeContext = None) -> dict:
     """`graph` as a GraphDef dict (see module docstring).
 
@@ -52,6 +67,10 @@ def graph_to_graph_def(graph, add_shapes: bool = False, _ctx: EncodeContext = No
     ctx.encode_graph = lambda g: graph_to_graph_def(g, add_shapes, ctx)
     nodes = []
     for op in graph.get_operations():
+        try:
+            check_name(op.name)
+        except ValueError as e:
+            raise GraphDefError(f"cannot export op {op.name!r} ({op.type}): {e}") from None
         attrs = {k: encode_attr(v, ctx, f"op {op.name!r} ({op.type}) attr {k!r}") for k, v in op.attrs.items()}
         node = {"name": op.name, "op": op.type, "inputs": [t.name for t in op.inputs],
                 "control_inputs": [c.name for c in op.control_inputs], "attrs": attrs}
@@ -67,6 +86,10 @@ def graph_to_graph_def(graph, add_shapes: bool = False, _ctx: EncodeContext = No
         nodes.append(node)
     variables = []
     for name, var in ctx.variables.items():
+        try:
+            check_name(name)
+        except ValueError as e:
+            raise GraphDefError(f"cannot export variable {name!r}: {e}") from None
         init = var.initializer
         in_graph = init is not None and init.graph is graph
         rec = {"name": name, "dtype": var.dtype.name,

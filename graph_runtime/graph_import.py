@@ -35,10 +35,9 @@ from eager.shape import MAX_DIM, TensorShape, brief_repr
 from eager.tensor import Tensor
 
 from .attr_codecs import AttrCodecError, DecodeContext, decode_attr
-from .building import check_node_name
 from .device_spec import canonical
 from .graph import Graph, GraphKeys, get_default_graph
-from .graph_def import GraphDefError, check_header
+from .graph_def import GraphDefError, check_header, check_name
 from .operation import GraphTensor, SourceLocation
 
 
@@ -104,7 +103,7 @@ def _validate_nodes(gd):
             if not isinstance(n.get(key, typ()), typ):
                 raise GraphDefError(f"graph_def: node {n['name']!r}: {key!r} must be a {typ.__name__}")
         try:
-            check_node_name(n["name"])
+            check_name(n["name"])
         except ValueError as e:
             raise GraphDefError(f"graph_def: node #{i}: {e}") from None
         if n["name"] in by_name:
@@ -157,7 +156,7 @@ def _check_variable_record(rec, names) -> None:
     NumPy can represent, and an initializer that is a node of the GraphDef."""
     where = f"graph_def: variable {rec['name']!r}"
     try:
-        check_node_name(rec["name"])
+        check_name(rec["name"])
         as_dtype(rec.get("dtype"))
         shape = rec.get("shape")
         if shape is not None and not isinstance(shape, list):

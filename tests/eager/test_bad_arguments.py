@@ -8,7 +8,7 @@ import graph_runtime as gr
 from tracing import TensorSpec, function
 
 
-def _in_both_modes(build):
+def _in_every_mode(build):
     """Run `build()` eagerly, in a graph, and traced by @function; return the three exceptions."""
     errors = []
     for mode in ("eager", "graph", "function"):
@@ -43,16 +43,16 @@ X = np.ones((2, 3), np.float32)
     (lambda: ek.random.normal((2.5, 2), seed=1), "RandomStandardNormal"),
 ])
 def test_non_integer_axes_and_dims_are_refused(build, op):
-    for e in _in_both_modes(build):
+    for e in _in_every_mode(build):
         assert isinstance(e, TypeError), e
         assert op in str(e) and "must be" in str(e) and "int" in str(e), str(e)
 
 
 def test_negative_and_huge_dims_name_the_op():
     for build, op in ((lambda: ek.zeros((-1, 2)), "zeros"), (lambda: ek.ones([3, -2]), "ones")):
-        for e in _in_both_modes(build):
+        for e in _in_every_mode(build):
             assert isinstance(e, ek.errors.InvalidArgumentError) and op in str(e) and "negative" in str(e), e
-    for e in _in_both_modes(lambda: ek.zeros((10 ** 300, 2))):
+    for e in _in_every_mode(lambda: ek.zeros((10 ** 300, 2))):
         assert isinstance(e, ValueError) and "zeros" in str(e) and "int64" in str(e), e
         assert len(str(e)) < 200                       # the 301-digit number is not printed
 
@@ -82,9 +82,9 @@ def test_integer_like_arguments_still_work():
                                     ek.argmax, ek.argmin, ek.reduce_logsumexp])
 def test_reductions_refuse_strings_in_every_mode(reduce):
     """TensorFlow's reductions take numbers only: a string tensor is refused, not reduced to garbage."""
-    errors = _in_both_modes(lambda: reduce(ek.constant(["a", "b"])))
+    errors = _in_every_mode(lambda: reduce(ek.constant(["a", "b"])))
     with gr.Graph().as_default():                         # a symbolic input, its value unknown
-        errors += _in_both_modes(lambda: reduce(gr.placeholder(ek.string, [None])))
+        errors += _in_every_mode(lambda: reduce(gr.placeholder(ek.string, [None])))
     for e in errors:
         assert isinstance(e, ek.errors.InvalidArgumentError), e
         assert "string" in str(e), e

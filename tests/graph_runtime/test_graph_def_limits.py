@@ -34,15 +34,16 @@ def _node(gd, name):
 
 
 @pytest.mark.parametrize("mutate, message", [
-    (lambda gd: _node(gd, "z").update(name='z"'), "not a valid op name"),
-    (lambda gd: _node(gd, "z").update(name="z\nprint(1)"), "not a valid op name"),
+    (lambda gd: _node(gd, "z").update(name='z"'), "not a valid node name"),
+    (lambda gd: _node(gd, "z").update(name="z\nprint(1)"), "not a valid node name"),
+    (lambda gd: _node(gd, "z").update(name="z\\"), "not a valid node name"),
     (lambda gd: _node(gd, "z").update(device="/job:w'x/task:0"), "job name"),
     (lambda gd: _node(gd, "z").update(device='/job:a"b'), "job name"),
     (lambda gd: _node(gd, "z").update(device="/job:w\n/task:0"), "job name"),
     (lambda gd: _node(gd, "z").update(location=["f.py", "12", "g"]), "'location'"),
     (lambda gd: _node(gd, "z").update(location=["f.py", 1.5, "g"]), "'location'"),
     (lambda gd: _node(gd, "z").update(location=["f\n.py", 1, "g"]), "'location'"),
-    (lambda gd: gd["variables"][0].update(name="v'"), "not a valid op name"),
+    (lambda gd: gd["variables"][0].update(name="v'"), "not a valid node name"),
     (lambda gd: gd["variables"][0].update(initializer="nowhere"), "initializer 'nowhere' is not a node"),
     (lambda gd: gd["variables"][0].update(shape=[2.5]), "must be an int or None, got 2.5"),
     (lambda gd: gd["variables"][0].update(shape=[10 ** 300]), "does not fit in 64 bits"),
@@ -114,3 +115,19 @@ def test_deep_data_is_refused_without_recursing():
         deep = [deep]
     _node(gd, "z")["attrs"]["T"] = deep
     _refused(gd, "nested more than 100 levels")
+
+
+def test_names_a_graph_may_hold_export_and_import_again_and_others_are_refused_at_export():
+    g = gr.Graph()
+    with g.as_default():
+        v = ek.Variable(ek.ones((2,)), name="my var")         # a space: TensorFlow would refuse it
+        ek.identity(v.value() * 2.0, name="out")
+    g2 = gr.Graph()
+    gr.import_graph_def(json.loads(json.dumps(g.as_graph_def())), graph=g2, name="")
+    assert "my var/read" in [o.name for o in g2.get_operations()]
+    g3 = gr.Graph()
+    with g3.as_default():
+        w = ek.Variable(ek.ones((2,)), name="x'y")
+        ek.identity(w.value())
+    with pytest.raises(GraphDefError, match="cannot export .*x'y"):
+        g3.as_graph_def()
