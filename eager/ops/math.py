@@ -201,11 +201,12 @@ def _unop(name, fn, grad=None, ufunc=None, floats_only=False, **flags):
 
 
 def _sigmoid_kernel(x):
-    # t = exp(-|x|) never overflows; 1/(1+t) for x >= 0 and t/(1+t) for x < 0 keep full relative accuracy in
-    # both tails ((tanh(x/2)+1)/2 cancels to 0 below about -17 in float32, so log(sigmoid) became -inf)
-    t = np.exp(np.negative(np.abs(x)))
-    d = np.add(t, 1, dtype=x.dtype)
-    return np.divide(np.where(x >= 0, x.dtype.type(1), t), d, dtype=x.dtype)
+    # exp(min(x, 0)) / (1 + exp(-|x|)): 1/(1+e^-x) for x >= 0, e^x/(1+e^x) for x < 0.  Neither exp
+    # overflows and nothing cancels, so both tails keep full relative accuracy ((tanh(x/2)+1)/2 gave 0 below
+    # about -17 in float32, and log(sigmoid) -inf).  Only ufunc calls: fusion expands this very kernel.
+    num = np.exp(np.minimum(x, 0))
+    den = np.add(np.exp(np.negative(np.absolute(x))), 1, dtype=x.dtype)
+    return np.divide(num, den, dtype=x.dtype)
 
 
 NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)])

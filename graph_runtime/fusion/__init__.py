@@ -22,9 +22,8 @@ log1p, sin, cos, tanh, pow) is within `TRANSCENDENTAL_MAX_ULP` = 3 ulp of
 NumPy's result for the same input (libm vs NumPy's SIMD loops; measured on
 10^6 inputs: float32 exp 2, sin/cos 1, tanh and log 3 ulp; float64 tanh 3,
 the rest 0).  Later operations carry such a difference along like any rounding
-difference (a subtraction of nearly equal values would magnify it; sigmoid is
-written without one: where(x >= 0, 1, t) / (1 + t) with t = exp(-|x|), the
-same formula as its eager kernel, accurate in both tails).  Signed zeros are
+difference (a subtraction of nearly equal values would magnify it; sigmoid's
+kernel has none: exp(min(x, 0)) / (1 + exp(-|x|)), accurate in both tails).  Signed zeros are
 NumPy's (sign(-0.0) = +0.0); the sign of a NaN may differ.
 
 Imports its own submodules only; numexpr is optional.

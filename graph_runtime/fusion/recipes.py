@@ -108,9 +108,7 @@ NE_TEMPLATES: dict = {
     np.sign: "where(({0} > {zero}), {one}, where(({0} < {zero}), (-{one}), ({0} + {zero})))",
     **{u: name + "({0})" for u, name in _FN.items()},
 }
-NE_OPAQUE: dict = {"SelectV2": "where({0}, {1}, {2})",
-                   # the eager kernel's formula (math.py): where(x >= 0, 1, t) / (1 + t), t = exp(-|x|)
-                   "Sigmoid": "(where(({0} >= {zero}), {one}, exp(-abs({0}))) / ({one} + exp(-abs({0}))))"}
+NE_OPAQUE: dict = {"SelectV2": "where({0}, {1}, {2})"}
 NE_DTYPES = frozenset({"float32", "float64", "bool"})
 
 COST_CLASS: dict = {np.tanh: "tanh", np.sin: "trig", np.cos: "trig", np.exp: "exp", np.expm1: "exp",

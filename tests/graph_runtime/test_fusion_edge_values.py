@@ -85,9 +85,10 @@ def test_sigmoid_is_accurate_in_both_tails_eagerly(dtype):
 @pytest.mark.parametrize("force", STRATEGIES)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_fused_sigmoid_agrees_with_eager(force, dtype):
-    """NumPy strategies: the unfused kernel's very bits. numexpr: its exp is libm's, within the documented
-    TRANSCENDENTAL_MAX_ULP of NumPy's, and nothing cancels afterwards."""
-    x = _sized(np.concatenate([_tails(dtype), EDGES.astype(dtype)]), force)
+    """NumPy strategies: the unfused kernel's very bits. numexpr: its two exp calls are libm's, each within
+    the documented TRANSCENDENTAL_MAX_ULP of NumPy's, and nothing cancels afterwards."""
+    wide = (np.random.default_rng(0).standard_normal(2000) * 30).astype(dtype)
+    x = _sized(np.concatenate([_tails(dtype), EDGES.astype(dtype), wide]), force)
     ref, got, strategy = _fused(lambda t: ek.sigmoid(t) * 1.5, x, force)
     assert strategy == force
     eager = ek.sigmoid(x).numpy() * dtype(1.5)
@@ -97,7 +98,7 @@ def test_fused_sigmoid_agrees_with_eager(force, dtype):
     else:
         nan = np.isnan(eager)
         assert np.array_equal(nan, np.isnan(got))
-        np.testing.assert_array_max_ulp(got[~nan], eager[~nan], maxulp=fusion.TRANSCENDENTAL_MAX_ULP)
+        np.testing.assert_array_max_ulp(got[~nan], eager[~nan], maxulp=2 * fusion.TRANSCENDENTAL_MAX_ULP)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
