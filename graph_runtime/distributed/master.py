@@ -274,6 +274,8 @@ class DistributedSession(Session):
         """Mark dead the tasks among `names` that do not answer a ping within _HEALTH_S (a task still busy
         with a step answers: its actor serves calls on other threads)."""
         pings = {self._actors[t].ping.remote(): t for t in names if t not in self._dead}
+        if not pings:
+            return
         answered, silent = self._ray.wait(list(pings), num_returns=len(pings), timeout=_HEALTH_S)
         for r in silent:
             self._dead[pings[r]] = f"did not answer a health check within {_HEALTH_S:.3g} s"
