@@ -9,6 +9,7 @@ computation runs through the public ops, which the outer tapes record.
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 from . import nest, tape_state
 from .backprop import backprop
@@ -21,6 +22,14 @@ def _is_variable(x) -> bool:
     return getattr(x, "_is_variable", False)
 
 
+def _warn_not_floating(source) -> None:
+    """TF logs this too: an integer or bool source never gets a gradient, which is easy to miss."""
+    what = f"variable {source.name!r:.60}" if _is_variable(source) else f"tensor of shape {source.shape}"
+    warnings.warn(f"GradientTape.gradient: the dtype of a source must be floating (e.g. float32) to get a "
+                  f"gradient; got a {what} of dtype {source.dtype.name}, whose gradient is None. "
+                  f"Cast it to a float dtype before the tape records its uses.", UserWarning, stacklevel=4)
+
+
 class GradientTape:
     """Record operations for automatic differentiation (see docs/api.md)."""
 
@@ -31,11 +40,12 @@ class GradientTape:
         self._recording = False
         self._used = False
 
-    def _reset(self):
+    def _reset(self, keep_watched_variables=False):
         self._entries: list = []
         self._tracked: set = set()
         self._keep: list = []            # watched tensors kept alive so ids stay valid
-        self._watched_vars: dict = {}    # id(var) -> var
+        if not keep_watched_variables:
+            self._watched_vars: dict = {}    # id(var) -> var
         self._var_reads: dict = {}       # id(var) -> [read output tensors]
 
     # -- context management ------------------------------------------------
@@ -121,12 +131,16 @@ class GradientTape:
                 tape_state.push(self)
         if not self._persistent:
             self._used = True
-            self._reset()
+            self._reset(keep_watched_variables=True)     # as TF: watched_variables() still lists them
         return result
 
     def _gradient(self, target, sources, output_gradients, unconnected):
         from .ops.array import ones_like, zeros_like
-        targets = [convert_to_tensor(t) for t in nest.flatten(target)]
+        targets, target_reads = [], {}
+        for t in nest.flatten(target):
+            if _is_variable(t):     # a variable target is its value; d(v)/d(v) is the output gradient
+                t = target_reads.setdefault(id(t), t.value())
+            targets.append(convert_to_tensor(t))
         if output_gradients is None:
             tgrads = [ones_like(t) for t in targets]
         else:
@@ -138,12 +152,17 @@ class GradientTape:
         groups = []
         for s in flat_sources:
             if _is_variable(s):
-                groups.append([id(t) for t in self._var_reads.get(id(s), [])])
+                group = [id(t) for t in self._var_reads.get(id(s), [])]
+                if id(s) in target_reads:
+                    group.append(id(target_reads[id(s)]))
+                groups.append(group)
             elif isinstance(s, Tensor):
                 groups.append([id(s)])
             else:
                 raise TypeError(f"GradientTape.gradient: sources must be tensors or variables, got "
                                 f"{type(s).__name__}")
+            if not s.dtype.is_floating:
+                _warn_not_floating(s)
         grads = backprop(self._entries, targets, tgrads, groups)
         out = []
         for s, g in zip(flat_sources, grads):
@@ -186,5 +205,5 @@ class GradientTape:
             out.append(reshape(st, tshape + sval.shape.as_list()))
         if not self._persistent:
             self._used = True
-            self._reset()
+            self._reset(keep_watched_variables=True)
         return nest.pack_sequence_as(sources, out)

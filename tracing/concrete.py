@@ -34,6 +34,7 @@ from graph_runtime import placeholder
 from .inline import inline as _inline
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
+from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
 from eager.tensor_spec import TensorSpec
 
@@ -137,8 +138,12 @@ class ConcreteFunction:
         out = [Tensor(results[ref]) if kind == "t" else ref for kind, ref in self._output_template]
         return ek.nest.pack_sequence_as(self.structured_outputs, out)
 
+    function_type = None    # FunctionType: a TensorSpec or Literal[value] per parameter (None when unknown)
+
     def __call__(self, *args, **kwargs):
-        """Call with tensors matching this function's input specs (checked)."""
+        """Call with tensors matching this function's input specs, and the traced Python values (checked)."""
+        if self.function_type is not None:
+            return self._run(self.function_type.bind(args, kwargs, len(self.inputs)))
         flat = [x for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
         if len(flat) != len(self.inputs):
             raise TypeError(f"{self._name}: expected {len(self.inputs)} tensor arguments, got {len(flat)}")
@@ -166,8 +171,19 @@ class ConcreteFunction:
     def _is_more_specific_than(self, other: "ConcreteFunction") -> bool:
         return all(a.is_subtype_of(b) for a, b in zip(self._input_specs, other._input_specs))
 
-    def _matches_specs(self, args) -> bool:
-        flat = [x for x in ek.nest.flatten(list(args)) if _is_tensor_leaf(x)]
+    def _matches_specs(self, args, kwargs=None) -> bool:
+        """Was this trace made for exactly these specs and Python values (get_concrete_function reuse)?"""
+        traced = getattr(self, "_traced_call", None)
+        if traced is not None:
+            call = [list(args), dict(kwargs or {})]
+            if not ek.nest.same_structure(ek.nest.lists_for_sequences(call), ek.nest.lists_for_sequences(traced)):
+                return False
+            for x, t in zip(ek.nest.flatten(call), ek.nest.flatten(traced)):
+                if isinstance(t, TensorSpec) != _is_tensor_leaf(x):
+                    return False
+                if not isinstance(t, TensorSpec) and not Literal(t).accepts(x):
+                    return False
+        flat = [x for x in ek.nest.flatten([list(args), dict(kwargs or {})]) if _is_tensor_leaf(x)]
         specs = [x if isinstance(x, TensorSpec) else TensorSpec(np.shape(x) if not isinstance(x, Tensor)
                                                                 else x.shape, ek.as_dtype(x.dtype)) for x in flat]
         return len(specs) == len(self._input_specs) and all(a == b for a, b in zip(specs, self._input_specs))
@@ -352,6 +368,7 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     spec_it = iter(input_specs)  # the call as traced, tensors replaced by specs (used by tracing.save)
     cf._traced_call = ek.nest.pack_sequence_as([list(args), dict(kwargs)],
                                                [next(spec_it) if _is_tensor_leaf(x) else x for x in leaves])
+    cf.function_type = FunctionType.from_trace(name, function.python_function, cf._traced_call)
     return cf, bool(graph.created_variables)
 
 

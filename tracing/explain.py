@@ -107,9 +107,13 @@ def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo]) -> li
                         f"consistently, or a tensor")
         elif c.what == "dtype":
             tips.append(f"{c.path} changed dtype: cast it to one dtype before the call (eager.cast)")
+        elif c.what in ("added", "removed") and _is_top_level(c.path):
+            tips.append(f"{c.path} was passed in one call and not in the other (defaults are filled in before "
+                        f"the cache key is built, so this is a **kwargs keyword or an extra *args position): "
+                        f"each set of argument names traces its own graph; pass the same arguments every call")
         elif c.what in ("added", "removed", "kind"):
-            tips.append(f"the argument structure changed at {c.path}: keep the same nesting, keys and "
-                        f"argument kinds between calls")
+            tips.append(f"the argument structure changed at {c.path}: keep the same nesting, keys, lengths "
+                        f"and kinds (tensor, Python value, object) between calls")
         elif c.what == "object":
             tips.append(f"{c.path} is a different Python object (objects are keyed by identity): reuse one "
                         f"object, or pass its numeric state as tensors")
@@ -143,6 +147,11 @@ def _value_tip(path: str, value) -> str:
     return (f"{path} is a hashable {type(value).__name__}, keyed by value (== and hash): each unequal value "
             f"traces its own graph. If it is a static option from a small set, this retrace is expected; if its "
             f"contents vary from call to call, pass the varying parts as tensors")
+
+
+def _is_top_level(path: str) -> bool:
+    """An argument itself (`x`, `args[2]`), not a key or element inside one (`cfg['b']`, `xs[0]`)."""
+    return "." not in path and ("[" not in path or (path.startswith("args[") and path.count("[") == 1))
 
 
 def _dims(spec: TensorSpec) -> str:

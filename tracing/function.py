@@ -52,11 +52,11 @@ class Function:
                 if not isinstance(s, TensorSpec):
                     raise TypeError(f"input_signature must contain only TensorSpec objects, got {s!r}")
         self._input_signature = input_signature
-        try:
-            self._arg_names = [p.name for p in inspect.signature(python_function).parameters.values()
-                               if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-        except (TypeError, ValueError):
-            self._arg_names = []
+        self._arg_names, self._defaults, self._positional_only, self._kwonly_defaults = \
+            _parameters(python_function)
+        # calls are canonicalized (keywords moved to their positions, defaults filled in) before the cache
+        # key is built, so f(x) and f(x, activation="relu") with that default share one trace, as in TF
+        self._fill_below = len(self._arg_names) if self._defaults else 0
         self._dispatch: dict = {}          # exact call key -> ConcreteFunction
         self._concrete: list = []          # ConcreteFunctions in trace order
         self._signatures: list = []        # described signature (list[ArgInfo]) per concrete function
@@ -76,6 +76,8 @@ class Function:
             if kwargs:
                 args, kwargs = self._by_position(args, kwargs)
             args = cast_to_signature(self._name, self._input_signature, args, self._arg_names)
+        elif kwargs or len(args) < self._fill_below or self._kwonly_defaults:
+            args, kwargs = self._canonicalize(args, kwargs)
         if _run_eagerly._run_eagerly:          # the debugging switch: plain Python on eager tensors
             return self.python_function(*args, **kwargs)
         key = call_key(args, kwargs)
@@ -99,6 +101,26 @@ class Function:
         if any(k not in names for k in kwargs):       # a keyword beyond the signature: reported later
             return args, kwargs
         return tuple(bound.arguments[n] for n in names if n in bound.arguments), {}
+
+    def _canonicalize(self, args, kwargs):
+        """The call with keywords that name positional parameters moved to their positions and omitted
+        parameters given their defaults (what the function receives either way). Stops at the first
+        parameter it cannot fill: the call then fails in Python's own binding, as it would uncompiled."""
+        if len(args) < len(self._arg_names):
+            args, kwargs = list(args), dict(kwargs)
+            for name in self._arg_names[len(args):]:
+                if name in kwargs and name not in self._positional_only:
+                    args.append(kwargs.pop(name))
+                elif name in self._defaults:
+                    args.append(self._defaults[name])
+                else:
+                    break
+            args = tuple(args)
+        for name, default in self._kwonly_defaults.items():
+            if name not in kwargs:
+                kwargs = dict(kwargs)
+                kwargs[name] = default
+        return args, kwargs
 
     def __get__(self, instance, owner):
         """Methods: one Function per instance, bound to it."""
@@ -248,12 +270,14 @@ class Function:
         """The concrete function for these arguments (tensors or TensorSpecs), tracing if needed."""
         if not args and not kwargs and self._input_signature is not None:
             args = self._input_signature
+        elif self._input_signature is None:
+            args, kwargs = self._canonicalize(args, kwargs)
         if not any(isinstance(a, TensorSpec) for a in ek.nest.flatten([list(args), kwargs])):
             key = call_key(args, kwargs)
             return self._dispatch.get(key) or self._resolve(args, kwargs, key)
         with self._lock:
             for cf in self._concrete:
-                if cf._matches_specs(args):
+                if cf._matches_specs(args, kwargs):
                     return cf
             cf = self._trace(args, kwargs, reason="get_concrete_function")
             cf._hits = 0
@@ -309,6 +333,19 @@ class RetraceWarning(UserWarning):
     """Emitted when a function retraces on 5 of its last 10 calls."""
 
 
+
+
+def _parameters(python_function):
+    """(positional parameter names, their defaults, the positional-only ones, keyword-only defaults)."""
+    try:
+        params = list(inspect.signature(python_function).parameters.values())
+    except (TypeError, ValueError):
+        return [], {}, frozenset(), {}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return ([p.name for p in positional],
+            {p.name: p.default for p in positional if p.default is not p.empty},
+            frozenset(p.name for p in positional if p.kind is p.POSITIONAL_ONLY),
+            {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.default is not p.empty})
 
 
 def _as_spec(a):
