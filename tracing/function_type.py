@@ -17,7 +17,7 @@ import numpy as np
 import eager as ek
 from eager.tensor import Tensor
 
-from .tensor_spec import TensorSpec
+from eager.tensor_spec import TensorSpec
 
 
 class _Slot:
