@@ -53,12 +53,10 @@ def execute(opdef, inputs, attrs, name=None):
 
 def _eager_error(opdef, inputs, attrs, e):
     """The exception to raise for a failed eager kernel (re-raised as is when already precise)."""
+    if any(t._is_symbolic for t in inputs):    # a symbolic tensor has no value: whatever NumPy said about None
+        return _symbolic_in_eager(opdef, inputs)
     try:
         raise e
-    except AttributeError:
-        if any(t._is_symbolic for t in inputs):
-            return _symbolic_in_eager(opdef, inputs)
-        return e
     except OpError:
         return e
     except (ValueError, TypeError, IndexError, np.linalg.LinAlgError):
@@ -84,6 +82,10 @@ def kernel_error(opdef, inputs, attrs, exc) -> InvalidArgumentError:
 
 
 def _symbolic_in_eager(opdef, inputs):
+    for t in inputs:      # one that leaked out of a traced function: its graph says so (TypeError, as in TF)
+        leaked = t._is_symbolic and t.graph._out_of_scope_message(t)
+        if leaked:
+            return TypeError(f"{opdef.name}: {leaked}")
     return InvalidArgumentError(
         f"{opdef.name}: a symbolic graph tensor was passed to an op running eagerly "
         f"(inputs: {describe_inputs(inputs)}). Graph tensors can only be used while building their graph.",

@@ -7,6 +7,10 @@ user would reach for (`InvalidArgumentError` is a `ValueError`), so plain
 """
 from __future__ import annotations
 
+__all__ = ["OpError", "InvalidArgumentError", "NotFoundError", "FailedPreconditionError", "OutOfRangeError",
+           "UnimplementedError", "UnavailableError", "DeadlineExceededError", "AbortedError",
+           "OperatorNotAllowedInGraphError"]
+
 
 class OpError(Exception):
     """Base of all errors raised by running an op."""
@@ -51,3 +55,7 @@ class AbortedError(OpError, RuntimeError):
 
 class OperatorNotAllowedInGraphError(TypeError):
     """A Python operation (bool, iteration) was used on a symbolic tensor."""
+
+
+from .namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -2,15 +2,18 @@
 
 Variables and sub-modules are found by walking the instance's attributes
 (including lists, tuples and dicts of them), in sorted attribute order, each
-object once.  `with self.name_scope:` prefixes names created inside with the
-module's name.  A module marked by a checkpoint restore (`eager.train`) hands
-each new attribute to it, so weights created later get their saved values.
+object once, as `tf.Module` does: a module's own values first, then each
+sub-module's, depth first.  `with self.name_scope:` prefixes names created
+inside with the module's name.  A module marked by a checkpoint restore
+(`eager.train`) hands each new attribute to it, so weights created later get
+their saved values.
 """
 from __future__ import annotations
 
 import re
 
 from . import context as _context
+from . import nest
 
 
 def _camel_to_snake(name: str) -> str:
@@ -40,29 +43,27 @@ class Module:
         return _ModuleScope(self._scope_name)
 
     def _walk(self, predicate, recurse_into_modules=True):
-        seen, out = set(), []
-        stack = [(self, True)]
-        while stack:
-            obj, is_root = stack.pop()
-            children = []
-            if isinstance(obj, Module):
-                if not is_root and not recurse_into_modules:
+        """TF's module flattening: a module's attributes in sorted name order, each value flattened as
+        `nest` does (dicts by sorted key), every object once; then each sub-module found, in that
+        order, the same way."""
+        seen, out = {id(self)}, []
+        pending = [self]
+        while pending:
+            module = pending.pop(0)
+            found = []
+            attrs = vars(module)
+            for key in sorted(attrs):
+                if key.startswith(("_abc", "_graphjit")):
                     continue
-                attrs = vars(obj)
-                children = [attrs[k] for k in sorted(attrs) if not k.startswith(("_abc", "_graphjit"))]
-            elif isinstance(obj, dict):
-                children = [obj[k] for k in sorted(obj, key=repr)]
-            elif isinstance(obj, (list, tuple)):
-                children = list(obj)
-            for c in reversed(children):
-                if id(c) in seen:
-                    continue
-                if isinstance(c, (Module, dict, list, tuple)) or predicate(c):
-                    seen.add(id(c))
-                    if predicate(c):
-                        out.append(c)
-                    if isinstance(c, (Module, dict, list, tuple)):
-                        stack.append((c, False))
+                for leaf in nest.flatten(attrs[key]):
+                    if id(leaf) in seen:
+                        continue
+                    seen.add(id(leaf))
+                    if predicate(leaf):
+                        out.append(leaf)
+                    if recurse_into_modules and isinstance(leaf, Module):
+                        found.append(leaf)
+            pending[:0] = found        # depth first: a sub-module's contents before its later siblings'
         return out
 
     @property

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+__all__ = ["is_nested", "flatten", "pack_sequence_as", "map_structure", "structure_repr", "same_structure",
+           "assert_same_structure", "flatten_with_paths", "lists_for_sequences"]
+
 
 def is_nested(x) -> bool:
     return isinstance(x, (list, tuple, dict))
@@ -136,3 +139,7 @@ def lists_for_sequences(s):
     if isinstance(s, dict):
         return {k: lists_for_sequences(v) for k, v in s.items()}
     return s
+
+
+from .namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -125,6 +125,20 @@ class Tensor:
     def __complex__(self):
         return complex(self._python_value("complex"))
 
+    def __format__(self, format_spec):
+        """As NumPy formats the value (TF's EagerTensor does the same): f"{loss:.2f}" works on a scalar."""
+        if self._is_symbolic:
+            if not format_spec:
+                return str(self)
+            raise TypeError(
+                f"cannot format a symbolic tensor with {format_spec!r}: its value is only known when the graph "
+                f"runs. Inside a traced function use eager.print(...), which prints at every call, or return "
+                f"the tensor and format its value outside the function.")
+        a = np.asarray(self._value)
+        if not format_spec:
+            return str(a)
+        return format(a[()] if a.ndim == 0 else a, format_spec)
+
     def __repr__(self):
         v = self._value
         shown = repr(np.asarray(v).item()) if np.ndim(v) == 0 else repr(np.asarray(v))

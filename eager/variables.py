@@ -304,6 +304,9 @@ class Variable:
     def __bool__(self):
         return bool(self.value())
 
+    def __format__(self, format_spec):
+        return format(self.value(), format_spec)
+
     def __float__(self):
         return float(_read_kernel(self))
 

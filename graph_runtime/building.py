@@ -104,6 +104,15 @@ class GraphKeys:
     ASSET_FILEPATHS = "asset_filepaths"
 
 
+def foreign_tensor_error(tensor, what: str) -> Exception:
+    """The error for a graph tensor used in a graph it does not belong to: TypeError ("out of scope", as in
+    TF) for a tensor that leaked out of a traced function, ValueError otherwise."""
+    leaked = tensor.graph._out_of_scope_message(tensor)
+    if leaked is not None:
+        return TypeError(leaked)
+    return ValueError(f"Tensor {tensor.name!r} belongs to a different graph ({tensor.graph!r}) and {what}")
+
+
 class GraphBuilder:
     """The graph-building context half of `Graph` (see the module docstring)."""
 
@@ -227,14 +236,27 @@ class GraphBuilder:
         if isinstance(tensor, GraphTensor):
             if tensor._op._graph is self:
                 return tensor
-            raise ValueError(f"Tensor {tensor.name!r} belongs to a different graph ({tensor.graph!r}) and "
-                             f"cannot be used as an input of an op in {self!r}")
+            raise foreign_tensor_error(tensor, f"cannot be used as an input of an op in {self!r}")
         hit = self._const_cache.get(id(tensor))
         if hit is not None and hit[0] is tensor:
             return hit[1]
         out = self.make_const(tensor._value)
         self._const_cache[id(tensor)] = (tensor, out)
         return out
+
+    # -- tensors without a value here ---------------------------------------------
+    def _no_value_message(self, tensor) -> str:
+        """Why `tensor.numpy()` fails for a tensor of this graph, and what to use instead."""
+        leaked = self._out_of_scope_message(tensor)
+        if leaked is not None:
+            return leaked
+        return (f"Tensor {tensor.name!r} is a symbolic graph tensor: it has no value until the graph runs, so it "
+                f"has no numpy(). Use Session.run({tensor.name!r}) (or tensor.eval() under a default session).")
+
+    def _out_of_scope_message(self, tensor):
+        """None for a graph whose tensors stay usable; a finished function trace's graph overrides this
+        to say its tensor leaked out of the function."""
+        return None
 
     def make_const(self, value, name=None):
         """A `Const` op holding NumPy `value` (no control dependencies)."""

@@ -240,10 +240,11 @@ class GraphTensor(Tensor):
     def spec(self) -> Spec:
         return Spec(self._shape.dims, self._dtype, self._static_value)
 
+    @property
     def numpy(self):
-        raise NotImplementedError(
-            f"Tensor {self.name!r} is a symbolic graph tensor: it has no value until the graph runs. "
-            f"Use Session.run({self.name!r}) (or tensor.eval() under a default session).")
+        """A symbolic tensor has no `numpy` (AttributeError, as TF's graph tensors): the graph says why and
+        what to use instead (Session.run in a graph; eager.print or a return value in a function)."""
+        raise AttributeError(self.graph._no_value_message(self))
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(f"Cannot convert the symbolic tensor {self.name!r} to a NumPy array: its value is only "

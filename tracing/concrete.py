@@ -50,6 +50,26 @@ class FuncGraph(Graph):
         self.created_variables: list = []
         self.lifted_ops: set = set()
 
+    tracing_done = False      # set when the Python function has returned: its tensors are then out of scope
+
+    def _no_value_message(self, tensor) -> str:
+        leaked = self._out_of_scope_message(tensor)
+        if leaked is not None:
+            return f"{leaked} It has no numpy(): only eager tensors, such as the function's results, have one."
+        return (f"Tensor {tensor.name!r}{_created_at(tensor)} is a symbolic tensor of function {self.name!r}, "
+                f"which is being traced: it has no value until the traced graph runs, so it has no numpy(). "
+                f"Inside the function use eager.print(tensor) to print its value at every call, and tensor ops "
+                f"(eager.cond, or Python if/while on tensors, converted by autograph) to decide on it; outside, "
+                f"call .numpy() on the function's result (return the tensor). To run the body eagerly, call "
+                f"{self.name}.python_function(...).")
+
+    def _out_of_scope_message(self, tensor):
+        if not self.tracing_done:
+            return None
+        return (f"{tensor!r} is out of scope and cannot be used here: it was created while tracing function "
+                f"{self.name!r}{_created_at(tensor)} and leaked out of it (kept in a global, an attribute or a "
+                f"list). Use the function's return values instead.")
+
     def create_variable(self, var, init_tensor) -> None:
         if not self.allow_variable_creation:
             raise ValueError(
@@ -66,6 +86,13 @@ class FuncGraph(Graph):
         var._value = np.array(plan())
         self.lifted_ops.update(id(o) for o in ops)
         self.created_variables.append(var)
+
+
+def _created_at(tensor) -> str:
+    if tensor.op.type == "Placeholder":
+        return f" (the argument {tensor.op.name!r})"
+    loc = tensor.op.location
+    return f" (created at {loc.filename}:{loc.lineno})" if loc is not None else ""
 
 
 def _is_tensor_leaf(x) -> bool:
@@ -340,6 +367,8 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
                 result = python_callable(*call_args, **call_kwargs)
         except OpError as e:
             raise _at_user_line(e, name) from None
+        finally:
+            graph.tracing_done = True
         _reject_lazy_result(result, function.python_function, name)
         fetches, template = [], []
         out_leaves = ek.nest.flatten(result)

@@ -82,8 +82,9 @@ def closest(previous: list[list[ArgInfo]], new: list[ArgInfo]) -> tuple[int, lis
     return best, best_changes or []
 
 
-def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo]) -> list[str]:
-    """Concrete fixes for a list of changes."""
+def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo], reduce_retracing: bool = False) -> list[str]:
+    """Concrete fixes for a list of changes, fitting the function's settings (no advice to turn on
+    `reduce_retracing` when it is on)."""
     tips = []
     new_by_path = {a.path: a for a in new}
     old_by_path = {a.path: a for a in old}
@@ -97,8 +98,14 @@ def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo]) -> li
             if a.path in shape_paths and a.path in old_by_path:
                 spec = spec.most_specific_common_supertype(old_by_path[a.path].spec) or spec
             specs.append(f"TensorSpec({_dims(spec)}, {spec.dtype.name})")
-        tips.append(f"shapes vary between calls ({', '.join(shape_paths)}): declare "
-                    f"input_signature=[{', '.join(specs)}] or use reduce_retracing=True so one trace serves them")
+        if reduce_retracing:
+            tips.append(f"shapes vary between calls ({', '.join(shape_paths)}): reduce_retracing is on, so this "
+                        f"trace is generalized to the unknown dimensions and later calls of these shapes reuse it; "
+                        f"declare input_signature=[{', '.join(specs)}] to skip this retrace too")
+        else:
+            tips.append(f"shapes vary between calls ({', '.join(shape_paths)}): declare "
+                        f"input_signature=[{', '.join(specs)}] or use reduce_retracing=True so one trace serves "
+                        f"them")
     for c in changes:
         if c.what in ("python value", "value"):
             tips.append(_value_tip(c.path, new_by_path[c.path].spec))

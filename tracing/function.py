@@ -173,12 +173,13 @@ class Function:
         record_changes, suggestions = [], []
         if self._concrete:
             closest_index, record_changes = _explain.closest(self._signatures, infos)
-            suggestions = _explain.suggest(record_changes, self._signatures[closest_index], infos)
+            suggestions = _explain.suggest(record_changes, self._signatures[closest_index], infos,
+                                           self._reduce_retracing)
             explanation = self._explain_text(record_changes, suggestions)
             if retrace_forbidden():
                 raise RetraceError(f"{self._name} would retrace inside no_retrace()", explanation)
             if self._max_traces is not None and len(self._concrete) >= self._max_traces:
-                raise RetraceError(f"{self._name} would trace a {len(self._concrete) + 1}th graph but "
+                raise RetraceError(f"{self._name} would trace a {_ordinal(len(self._concrete) + 1)} graph but "
                                    f"max_traces={self._max_traces}", explanation)
         specs = self._trace_specs(args, kwargs, infos)
         call_site = user_call_site()
@@ -354,8 +355,21 @@ def _as_spec(a):
     return TensorSpec(tuple(a.shape), ek.as_dtype(a.dtype))
 
 
-def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None):
-    """Decorator: compile `func` into cached graphs (`@function` or `@function(...)`)."""
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None, *,
+             jit_compile=None, experimental_relax_shapes=None):
+    """Decorator: compile `func` into cached graphs (`@function` or `@function(...)`).
+
+    TF 2 spellings are accepted: `experimental_relax_shapes` is the old name of `reduce_retracing`;
+    `jit_compile` is accepted and ignored: no XLA is involved, every function is compiled by graphjit's own
+    optimizer and executor either way."""
+    if experimental_relax_shapes is not None:
+        reduce_retracing = reduce_retracing or bool(experimental_relax_shapes)
+
     def decorate(f):
         return Function(f, input_signature, autograph, reduce_retracing, max_traces)
     if func is not None:

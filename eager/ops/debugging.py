@@ -98,3 +98,7 @@ def check_numerics(tensor, message, name=None):
 def assert_all_finite(t, msg, name=None):
     """Alias of check_numerics (TensorFlow's `tf.debugging.assert_all_finite`)."""
     return check_numerics(t, msg, name)
+
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -415,3 +415,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     return multiply(multiply(x, keep), reciprocal(subtract(1, rate_t)), name=name)
 
 from .tf_math import batch_normalization, embedding_lookup, gelu, moments  # noqa: E402,F401 - TF's tf.nn names
+__all__ += ["batch_normalization", "embedding_lookup", "gelu", "moments"]
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

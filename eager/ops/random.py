@@ -252,3 +252,6 @@ from .random_sampling import (Generator, categorical, shuffle, stateless_categor
                               stateless_normal, stateless_truncated_normal, stateless_uniform, truncated_normal)
 __all__ += ["truncated_normal", "categorical", "shuffle", "stateless_normal", "stateless_uniform",
             "stateless_truncated_normal", "stateless_categorical", "Generator"]
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -58,3 +58,7 @@ def join(inputs, separator="", name=None):
         shape = broadcast_shapes(shape, t.shape.dims, "StringJoin")
     sep = separator.decode("utf-8") if isinstance(separator, bytes) else str(separator)
     return execute(STRING_JOIN, ts, {"separator": sep}, name)
+
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -54,3 +54,7 @@ def graph(graph_data):
     from .graph_proto import to_tensorboard_graph_def
     writer.write_graph(to_tensorboard_graph_def(g).SerializeToString())
     return True
+
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

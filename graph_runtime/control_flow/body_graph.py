@@ -47,6 +47,7 @@ from eager import tape_state as _tape_state
 from eager.dispatch import execute
 from eager.variables import READ
 
+from ..building import foreign_tensor_error
 from ..graph import Graph
 from ..graph_ops import PLACEHOLDER
 from ..op_traits import written_vars
@@ -96,8 +97,8 @@ class BodyGraph(AutoControlDependencies, Graph):
             outer_t = self._outer_capture(tensor)
         else:
             if not self._is_ancestor(tensor._op._graph):
-                raise ValueError(f"Tensor {tensor.name!r} belongs to a graph ({tensor.graph!r}) that does not "
-                                 f"enclose this {self.name or 'body'} graph; it cannot be used inside it")
+                raise foreign_tensor_error(tensor, f"does not enclose this {self.name or 'body'} graph; it "
+                                                   f"cannot be used inside it")
             outer_t = tensor
         ph = self.add_input(outer_t.dtype, outer_t.shape, "capture")
         self.captures.append(outer_t)
@@ -105,6 +106,17 @@ class BodyGraph(AutoControlDependencies, Graph):
         if outer_t is not tensor:
             self._capture_map[id(outer_t)] = (outer_t, ph)
         return ph
+
+    def _no_value_message(self, tensor) -> str:
+        """A body's tensors are the enclosing graph's kind of tensor: ask it (a function or a Session graph)."""
+        if isinstance(self.outer, Graph):
+            return self.outer._no_value_message(tensor)
+        return super()._no_value_message(tensor)
+
+    def _out_of_scope_message(self, tensor):
+        if isinstance(self.outer, Graph):
+            return self.outer._out_of_scope_message(tensor)
+        return None
 
     def _outer_capture(self, tensor):
         with _context.scope(self.outer):

@@ -118,3 +118,128 @@ def test_get_concrete_function_keys_on_python_values_too():
     c3 = pw.get_concrete_function(spec, 3)
     assert c3 is not c2 and float(c3(ek.constant(2.0))) == 8.0
     assert pw.get_concrete_function(a=spec, b=2) is c2
+
+
+# ---------------------------------------------------------------- Module
+class _Dense(ek.Module):
+    def __init__(self, name):
+        super().__init__(name=name)
+        self.w = ek.Variable(1.0, name=name + "_w")
+        self.b = ek.Variable(0.0, name=name + "_b")
+
+
+class _Net(ek.Module):
+    def __init__(self):
+        super().__init__()
+        self.zeta = ek.Variable(3.0, name="zeta")
+        self.layers = [_Dense("l0"), _Dense("l1")]
+        self.alpha = ek.Variable(2.0, name="alpha", trainable=False)
+        self.config = {"y": ek.Variable(5.0, name="y"), "x": ek.Variable(4.0, name="x")}
+
+
+def test_module_variables_in_sorted_attribute_order_like_tf_module():
+    net = _Net()
+    names = [v.name.split(":")[0] for v in net.variables]
+    # own attributes sorted (alpha, config by sorted key, layers..., zeta), then each sub-module depth first
+    assert names == ["alpha", "x", "y", "zeta", "l0_b", "l0_w", "l1_b", "l1_w"]
+    assert [v.name.split(":")[0] for v in net.trainable_variables] == ["x", "y", "zeta", "l0_b", "l0_w",
+                                                                        "l1_b", "l1_w"]
+    assert [m.name for m in net.submodules] == ["l0", "l1"]
+
+
+# ---------------------------------------------------------------- formatting
+@pytest.mark.parametrize("value, spec", [(1.23456, ".2f"), (1.23456, ">9.3e"), (7, "d"), (7, "04d"),
+                                         (0.5, "%"), (-2.0, "+.1f"), (1.23456, "")])
+def test_format_a_scalar_tensor_as_numpy_does(value, spec):
+    t = ek.constant(value)
+    expected = format(t.numpy()[()], spec) if spec else str(t.numpy())
+    assert format(t, spec) == expected
+    assert format(ek.Variable(value), spec) == expected
+    assert format(function(lambda x: x * 1)(t), spec) == expected     # a traced function's result too
+
+
+def test_format_refusals_name_the_cause():
+    with pytest.raises(TypeError, match="unsupported format string"):
+        f"{ek.constant([1.0, 2.0]):.2f}"                    # NumPy refuses a format spec for an array
+
+    @function
+    def inside(x):
+        return ek.constant(f"{x:.2f}")
+    with pytest.raises(TypeError, match="symbolic tensor.*eager.print"):
+        inside(ek.constant(1.0))
+
+
+# ---------------------------------------------------------------- symbolic tensors have no value
+def test_numpy_inside_a_function_says_what_to_use_there():
+    @function
+    def f(x):
+        return x.numpy()
+    with pytest.raises(AttributeError, match=r"function 'f'.*being traced.*eager.print.*result") as info:
+        f(ek.constant(1.0))
+    assert "Session.run" not in str(info.value)
+
+
+def test_a_leaked_tensor_is_out_of_scope():
+    leaked = []
+
+    @function
+    def f(x):
+        y = x * 2.0
+        leaked.append(y)
+        return y
+    assert float(f(ek.constant(1.0))) == 2.0
+    t = leaked[0]
+    try:                                       # user code catches AttributeError, as with TF
+        t.numpy()
+        raise AssertionError("numpy() of a leaked tensor must raise")
+    except AttributeError as e:
+        assert "out of scope" in str(e) and "tracing function 'f'" in str(e)
+    assert not hasattr(t, "numpy")
+    with pytest.raises(TypeError, match="out of scope and cannot be used here"):
+        function(lambda a: a + t)(ek.constant(1.0))
+    with pytest.raises(TypeError, match="out of scope and cannot be used here"):
+        function(lambda a: ek.cond(a > 0, lambda: a + t, lambda: a))(ek.constant(1.0))
+    with pytest.raises(TypeError, match="out of scope"):
+        t + 1.0                                 # eagerly
+
+
+# ---------------------------------------------------------------- TF 2 spellings and settings
+def test_tf2_function_options_are_accepted():
+    @function(jit_compile=True)
+    def f(x):
+        return x * 2.0
+    assert float(f(ek.constant(2.0))) == 4.0
+
+    g = function(lambda x: ek.reduce_sum(x), experimental_relax_shapes=True)
+    for n in (1, 2, 3, 4):
+        assert float(g(ek.ones((n,)))) == n
+    assert g.experimental_get_tracing_count() == 2          # the second call relaxed to [None]
+
+
+def test_public_namespaces_list_only_public_names():
+    for ns in (ek.nn, ek.random, ek.debugging, ek.strings, ek.summary, ek.errors, ek.nest):
+        names = dir(ns)
+        assert names == sorted(ns.__all__), ns.__name__
+        assert all(not n.startswith("_") and hasattr(ns, n) for n in names)
+    assert "relu" in dir(ek.nn) and "np" not in dir(ek.nn) and "RELU" not in dir(ek.nn)
+
+
+def test_max_traces_counts_in_english():
+    from tracing import RetraceError
+    f = function(lambda x: x + 1, max_traces=2)
+    f(ek.ones((1,)))
+    f(ek.ones((1, 1)))
+    with pytest.raises(RetraceError, match="a 3rd graph"):
+        f(ek.ones((1, 1, 1)))
+
+
+def test_retrace_advice_fits_reduce_retracing():
+    f = function(lambda x: x + 1, reduce_retracing=True)
+    f(ek.ones((2,)))
+    f(ek.ones((3,)))
+    text = f.explain_retracing()
+    assert "reduce_retracing is on" in text and "use reduce_retracing=True" not in text
+    g = function(lambda x: x + 1)
+    g(ek.ones((2,)))
+    g(ek.ones((3,)))
+    assert "use reduce_retracing=True" in g.explain_retracing()
