@@ -11,7 +11,7 @@ from .dtypes import (DType, as_dtype, float16, float32, float64, int8, int16, in
 from .shape import TensorShape
 from .tensor_spec import TensorSpec
 from .tensor import Tensor, TensorRef, is_tensor, is_symbolic
-from .context import executing_eagerly, name_scope, init_scope
+from .context import executing_eagerly, name_scope, init_scope, device
 from .convert import constant, convert_to_tensor
 from .registry import OpDef
 from .ops.constant import identity, stop_gradient
@@ -32,7 +32,8 @@ from .ops import nn, random, debugging
 from .ops.clipping import *  # noqa: F401,F403
 from .ops.logging import print  # noqa: A001 - TensorFlow's name (tf.print)
 from .variables import Variable
-from .tape import GradientTape
+from .tape import GradientTape, UnconnectedGradients
+from .ops.py_function import py_function
 from .custom_gradient import custom_gradient
 from .control_flow import cond, while_loop, switch_case
 from .tensor_array import TensorArray

@@ -74,6 +74,28 @@ def init_scope():
         pop(EAGER)
 
 
+@contextlib.contextmanager
+def device(device_name):
+    """`with eager.device("/cpu:0"):` (TF's `tf.device`), usable everywhere.
+
+    While a graph is being built (a traced function, a `Graph.as_default()` block) it is that graph's
+    device scope: the ops created in the block request the device.  Eagerly every op runs on the host
+    CPU, as TensorFlow's eager soft placement would run them on a CPU-only machine, so the block changes
+    nothing; a device function (a callable) is refused eagerly, as in TF.
+    """
+    ctx = current()
+    if not ctx.is_eager:
+        with ctx.device(device_name):
+            yield
+        return
+    if callable(device_name) and not hasattr(device_name, "to_string"):
+        raise RuntimeError("eager.device does not support device functions when executing eagerly")
+    if device_name is not None and not isinstance(device_name, str) and not hasattr(device_name, "to_string"):
+        raise TypeError(f"eager.device expects a device string, a DeviceSpec or None, got "
+                        f"{type(device_name).__name__}")
+    yield
+
+
 def stack_snapshot() -> tuple:
     return tuple(_state.stack)
 

@@ -9,6 +9,7 @@ computation runs through the public ops, which the outer tapes record.
 from __future__ import annotations
 
 import contextlib
+import enum
 import warnings
 
 from . import nest, tape_state
@@ -20,6 +21,22 @@ from .tensor import Tensor
 
 def _is_variable(x) -> bool:
     return getattr(x, "_is_variable", False)
+
+
+class UnconnectedGradients(enum.Enum):
+    """What `gradient` returns for a source the target does not depend on (TF's enum; the strings work too)."""
+
+    NONE = "none"
+    ZERO = "zero"
+
+
+def _unconnected(value) -> str:
+    if isinstance(value, UnconnectedGradients):
+        return value.value
+    if value not in ("none", "zero"):
+        raise ValueError(f"unconnected_gradients must be UnconnectedGradients.NONE or .ZERO ('none' or 'zero'), "
+                         f"got {value!r}")
+    return value
 
 
 def _warn_not_floating(source) -> None:
@@ -116,8 +133,7 @@ class GradientTape:
     # -- differentiation ----------------------------------------------------
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """d(sum of target)/d(sources), same structure as `sources`."""
-        if unconnected_gradients not in ("none", "zero"):
-            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}")
+        unconnected_gradients = _unconnected(unconnected_gradients)
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
                                "gradients; use GradientTape(persistent=True) to call gradient() again.")
@@ -173,6 +189,7 @@ class GradientTape:
 
     def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=False):
         """Full Jacobian: result[i] has shape target.shape + source_i.shape."""
+        unconnected_gradients = _unconnected(unconnected_gradients)
         import numpy as np
         from .convert import constant
         from .ops.array import reshape, stack, zeros

@@ -36,6 +36,7 @@ from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
+from .trace_type import placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
 _tape_local = _tape_state._state
@@ -256,6 +257,8 @@ def _make_acceptor(leaves, specs):
             template.append(("t", next(it)))
         elif getattr(x, "_is_variable", False):
             template.append(("v", x))
+        elif tracing_type(x) is not None:
+            template.append(("tt", tracing_type(x)))
         else:
             template.append(("p", (type(x), x)))
 
@@ -273,6 +276,9 @@ def _make_acceptor(leaves, specs):
                     return False
             elif kind == "v":
                 if x is not ref:
+                    return False
+            elif kind == "tt":
+                if not serves(ref, x):
                     return False
             else:
                 try:
@@ -355,7 +361,7 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
                 new_leaves.append(ph)
                 k += 1
             else:
-                new_leaves.append(x)
+                new_leaves.append(placeholder_value(x))
         structure = [list(args), {kk: kwargs[kk] for kk in sorted(kwargs)}] if kwargs else list(args)
         rebuilt = ek.nest.pack_sequence_as(structure, new_leaves)
         call_args, call_kwargs = (rebuilt[0], rebuilt[1]) if kwargs else (rebuilt, {})

@@ -57,6 +57,9 @@ def diff(old: list[ArgInfo], new: list[ArgInfo]) -> list[Change]:
                 changes.append(Change(path, "dtype", b.spec.dtype.name, a.spec.dtype.name))
             if a.spec.shape != b.spec.shape:
                 changes.append(Change(path, "shape", _shape_str(b.spec), _shape_str(a.spec)))
+        elif a.kind == "trace type":
+            if a.spec != b.spec:
+                changes.append(Change(path, "trace type", b.describe(), a.describe()))
         elif a.kind == "python":
             if type(a.spec) is not type(b.spec):
                 changes.append(Change(path, "python type", b.describe(), a.describe()))
@@ -121,6 +124,9 @@ def suggest(changes: list[Change], old: list[ArgInfo], new: list[ArgInfo], reduc
         elif c.what in ("added", "removed", "kind"):
             tips.append(f"the argument structure changed at {c.path}: keep the same nesting, keys, lengths "
                         f"and kinds (tensor, Python value, object) between calls")
+        elif c.what == "trace type":
+            tips.append(f"{c.path}'s __tf_tracing_type__ differs from the cached trace's: each unequal trace type "
+                        f"traces its own graph, as its class defines")
         elif c.what == "object":
             tips.append(f"{c.path} is a different Python object (objects are keyed by identity): reuse one "
                         f"object, or pass its numeric state as tensors")

@@ -19,6 +19,8 @@ from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
 
+from .trace_type import serves, tracing_type
+
 
 class _Slot:
     """The k-th tensor input of the trace (in the concrete function's flat input order)."""
@@ -46,6 +48,9 @@ class Literal:
     def accepts(self, x) -> bool:
         if getattr(self.value, "_is_variable", False):
             return x is self.value
+        traced_type = tracing_type(self.value)
+        if traced_type is not None:
+            return serves(traced_type, x)
         try:
             return type(x) is type(self.value) and bool(x == self.value)
         except Exception:

@@ -7,7 +7,9 @@ identity (variables are captured by reference, so a different variable is a
 different graph); a Python scalar/str/None -> (type, value), so `1`, `1.0`
 and `True` are different keys (unlike TensorFlow); lists/tuples/dicts/
 namedtuples -> structural (dict key order ignored, list != tuple); other
-hashable objects -> the object itself (identity for plain objects).
+hashable objects -> the object itself (identity for plain objects); an object
+whose class defines `__tf_tracing_type__` -> the trace type it returns
+(trace_type.py).
 Unhashable leaves raise TypeError naming the argument.
 
 `cast_to_signature(fn_name, signature, args, names)` converts the Python
@@ -32,6 +34,8 @@ from eager.convert import convert_to_dtype
 from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
+
+from .trace_type import tracing_type
 
 _SCALARS = (int, float, bool, str, bytes, type(None), complex)
 
@@ -59,6 +63,9 @@ def _leaf_key(x):
         return ("N", t) + tuple([_leaf_key(c) for c in x])
     if isinstance(x, TensorSpec):
         return ("S", x.shape.dims, x.dtype)
+    tt = tracing_type(x)
+    if tt is not None:
+        return ("TT", tt)
     try:
         hash(x)
     except TypeError:
@@ -125,7 +132,7 @@ class ArgInfo:
     """One leaf of a call signature: where it is, what kind, and its spec or value."""
 
     path: str
-    kind: str          # "tensor" | "variable" | "python" | "object"
+    kind: str          # "tensor" | "variable" | "python" | "trace type" (its __tf_tracing_type__) | "object"
     spec: Any          # TensorSpec for tensors/variables, the value for python leaves
 
     def describe(self) -> str:
@@ -135,6 +142,9 @@ class ArgInfo:
             return f"variable {self.spec.name}"
         if self.kind == "python":
             return f"Python {type(self.spec).__name__} {self.spec!r}"
+        if self.kind == "trace type":
+            r = repr(self.spec)
+            return f"trace type {r if len(r) <= 60 else r[:57] + '...'}"
         if isinstance(self.spec, enum.Enum):
             return str(self.spec)
         if keyed_by_value(self.spec):
@@ -172,4 +182,7 @@ def _info(path, leaf) -> ArgInfo:
         return ArgInfo(path, "variable", leaf)
     if isinstance(leaf, _SCALARS):
         return ArgInfo(path, "python", leaf)
+    tt = tracing_type(leaf)
+    if tt is not None:
+        return ArgInfo(path, "trace type", tt)
     return ArgInfo(path, "object", leaf)

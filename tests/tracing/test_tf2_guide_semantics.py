@@ -243,3 +243,105 @@ def test_retrace_advice_fits_reduce_retracing():
     g(ek.ones((2,)))
     g(ek.ones((3,)))
     assert "use reduce_retracing=True" in g.explain_retracing()
+
+
+# ---------------------------------------------------------------- names the guides use
+def test_unconnected_gradients_enum():
+    x, v = ek.constant([1.0, 2.0]), ek.Variable(1.0)
+    with ek.GradientTape(persistent=True) as tape:
+        y = x * 2.0
+    tape.watch(x)
+    grads = tape.gradient(y, [x, v], unconnected_gradients=ek.UnconnectedGradients.ZERO)
+    assert grads[1] is not None and float(grads[1]) == 0.0
+    assert tape.gradient(y, [v], unconnected_gradients=ek.UnconnectedGradients.NONE) == [None]
+    jac = tape.jacobian(y, v, unconnected_gradients=ek.UnconnectedGradients.ZERO)
+    np.testing.assert_array_equal(jac.numpy(), [0.0, 0.0])
+
+
+def _np_square_and_index(x):
+    return np.square(x.numpy()), np.argmax(x.numpy()).astype(np.int32)
+
+
+def test_py_function_eagerly_and_traced():
+    x = ek.constant([1.0, 3.0, 2.0])
+    eager = ek.py_function(_np_square_and_index, [x], [ek.float32, ek.int32])
+    calls = []
+
+    @function
+    def f(x):
+        sq, i = ek.py_function(_np_square_and_index, [x], [ek.float32, ek.int32])
+        one = ek.py_function(lambda t: calls.append(1) or t * 2.0, [x], ek.float32)   # a single Tout
+        return sq + 1.0, i, one
+    for _ in range(2):                      # runs at every call, not at trace time only
+        sq, i, one = f(x)
+        np.testing.assert_array_equal(sq.numpy(), eager[0].numpy() + 1.0)
+        assert int(i) == int(eager[1]) == 1
+        np.testing.assert_array_equal(one.numpy(), [2.0, 6.0, 4.0])
+    assert len(calls) == 2
+    with pytest.raises(ek.errors.InvalidArgumentError, match="returned 1 value.*Tout lists 2"):
+        ek.py_function(lambda t: t, [x], [ek.float32, ek.float32])
+
+
+def test_a_single_output_of_a_variadic_op_keeps_its_shape_in_a_graph():
+    x = ek.constant([[1.0, 2.0]])
+    for fn in (lambda t: ek.split(t, 1)[0] * 2.0, lambda t: ek.unstack(t)[0] * 2.0):
+        expected = fn(x).numpy()
+        traced = function(fn, autograph=False)(x)
+        np.testing.assert_array_equal(traced.numpy(), expected)
+        assert traced.shape == expected.shape
+
+
+def test_device_scope_eagerly_and_traced():
+    with ek.device("/cpu:0"):
+        assert float(ek.constant(1.0) + 1.0) == 2.0
+
+    @function
+    def f(x):
+        with ek.device("/cpu:0"):
+            return x + 1.0
+    assert float(f(ek.constant(1.0))) == 2.0
+    ops = f.get_concrete_function(ek.constant(1.0)).graph.get_operations()
+    assert any(op.type == "AddV2" and op.device == "/device:CPU:0" for op in ops)
+    with pytest.raises(RuntimeError, match="device functions"):
+        with ek.device(lambda op: "/cpu:0"):
+            pass
+
+
+class _FruitTraceType(__import__("tracing").TraceType):
+    def __init__(self, fruit):
+        self.fruit_type = type(fruit)
+
+    def __eq__(self, other):
+        return type(other) is _FruitTraceType and self.fruit_type is other.fruit_type
+
+    def __hash__(self):
+        return hash(self.fruit_type)
+
+
+class _Fruit:
+    def __tf_tracing_type__(self, context):
+        return _FruitTraceType(self)
+
+
+class _Apple(_Fruit):
+    flavor = ek.constant([1, 2])
+
+
+class _Mango(_Fruit):
+    flavor = ek.constant([3, 4])
+
+
+def test_tf_tracing_type_protocol_defines_the_retrace_key():
+    @function
+    def mixed(a, b):
+        return a.flavor + b.flavor
+    np.testing.assert_array_equal(mixed(_Apple(), _Mango()).numpy(), [4, 6])
+    np.testing.assert_array_equal(mixed(_Apple(), _Mango()).numpy(), [4, 6])    # new objects, same types
+    assert mixed.experimental_get_tracing_count() == 1
+    np.testing.assert_array_equal(mixed(_Mango(), _Mango()).numpy(), [6, 8])
+    assert mixed.experimental_get_tracing_count() == 2
+    assert "a: trace type" in mixed.explain_retracing()
+    cf = mixed.get_concrete_function(_Apple(), _Mango())
+    np.testing.assert_array_equal(cf(_Apple(), _Mango()).numpy(), [4, 6])
+    with pytest.raises(TypeError, match="Can not cast"):
+        cf(_Mango(), _Mango())

@@ -1,0 +1,72 @@
+"""The `__tf_tracing_type__` protocol: a user's class defines its own retrace key.
+
+An argument whose class defines `__tf_tracing_type__(self, context)` is keyed
+by the object that method returns (a `TraceType`: hashable, with `__eq__`),
+instead of by identity: two instances with equal trace types share one trace,
+as in TensorFlow's tracing protocol.  A cached trace also serves an argument
+whose trace type `is_subtype_of` the traced one.  The function is traced with
+the argument itself (or the trace type's `placeholder_value()` when it defines
+one and returns something), so what the graph bakes in is the first such
+argument's state: the trace type must capture every part of the object that
+changes the graph.  `context` is None here (TF passes a tracing context that
+graphjit has no use for).
+"""
+from __future__ import annotations
+
+
+class TraceType:
+    """Base class for a user-defined trace type (`tf.types.experimental.TraceType`).
+
+    Subclasses define `__eq__` and `__hash__` (the cache key), and may refine
+    `is_subtype_of(other)` (may a trace made for `other` serve this?) and
+    `most_specific_common_supertype(others)`; `placeholder_value(context)`
+    returns the value the function is traced with (default: the argument).
+    """
+
+    def is_subtype_of(self, other) -> bool:
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        return None
+
+    def __eq__(self, other):
+        raise NotImplementedError(f"{type(self).__name__} must define __eq__ (it is part of a trace cache key)")
+
+    def __hash__(self):
+        raise NotImplementedError(f"{type(self).__name__} must define __hash__ (it is part of a trace cache key)")
+
+
+def tracing_type(x):
+    """`x`'s own trace type (the `__tf_tracing_type__` protocol), or None when its class has none."""
+    method = getattr(type(x), "__tf_tracing_type__", None)
+    if method is None:
+        return None
+    tt = method(x, None)
+    try:
+        hash(tt)
+    except TypeError:
+        raise TypeError(f"{type(x).__name__}.__tf_tracing_type__ returned an unhashable "
+                        f"{type(tt).__name__}: a trace type is part of the trace cache key and must define "
+                        f"__hash__ and __eq__") from None
+    return tt
+
+
+def serves(traced_type, x) -> bool:
+    """May a trace made for an argument of trace type `traced_type` be used for argument `x`?"""
+    tt = tracing_type(x)
+    if tt is None:
+        return False
+    subtype = getattr(tt, "is_subtype_of", None)
+    return bool(subtype(traced_type)) if subtype is not None else tt == traced_type
+
+
+def placeholder_value(x):
+    """What the function is traced with for argument `x`: its trace type's `placeholder_value()` when that
+    returns something, else `x` itself."""
+    tt = tracing_type(x)
+    make = getattr(tt, "placeholder_value", None)
+    value = make(None) if make is not None else None
+    return x if value is None else value
