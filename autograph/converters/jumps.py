@@ -55,6 +55,8 @@ def always_jumps(stmts: list, spec: JumpSpec) -> bool:
             return True
         if isinstance(s, gast.If) and always_jumps(s.body, spec) and always_jumps(s.orelse, spec):
             return True
+        if isinstance(s, gast.With) and always_jumps(s.body, spec):     # its body runs once, in full
+            return True
         if isinstance(s, gast.Try) and (always_jumps(s.finalbody, spec) or (
                 (always_jumps(s.body, spec) or always_jumps(s.orelse, spec))
                 and all(always_jumps(h.body, spec) for h in s.handlers))):

@@ -22,7 +22,7 @@ class Undefined:
 
     def _fail(self, *args, **kwargs):
         raise UnboundLocalError(
-            f"local variable '{self.symbol_name}' is used before it is defined "
+            f"'{self.symbol_name}' is used before assignment "
             "(it is only assigned on some paths through the code)")
 
     def __getattr__(self, name):
