@@ -31,7 +31,7 @@ from .impl.api import (AutoGraphWarning, convert, converted_call, do_not_convert
                        set_loop_options, to_code, to_graph)
 from .operators.data_structures import list_stack as stack  # noqa: F401
 from .operators.variables import Undefined, UndefinedReturnValue  # noqa: F401
-from .pyct.transformer import ConversionError  # noqa: F401
+from .pyct.transformer import ConversionError, UnsupportedLanguageElementError  # noqa: F401
 
 __all__ = ["to_graph", "to_code", "convert", "do_not_convert", "set_loop_options",
-           "converted_call", "ConversionError", "AutoGraphWarning", "stack"]
+           "converted_call", "ConversionError", "UnsupportedLanguageElementError", "AutoGraphWarning", "stack"]

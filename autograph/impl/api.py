@@ -3,7 +3,10 @@ set_loop_options, and `converted_call` (the call hook of converted code).
 
 `convert(f)` never fails: what cannot be converted runs as is, with a
 warning naming the function and the reason (silenced by `do_not_convert`).
-`to_graph(f)` raises `ConversionError` instead.  Both accept plain functions,
+`to_graph(f)` raises `ConversionError` instead, and so does `convert` in
+strict mode (TF's `AUTOGRAPH_STRICT_CONVERSION=1` environment variable, read
+at each conversion; TF's reference tests run in it): a generator or coroutine
+then raises `UnsupportedLanguageElementError`, a `NotImplementedError`.  Both accept plain functions,
 lambdas, nested functions and closures, bound methods, `functools.partial`
 and callable objects, and return a callable with the same calling convention.
 """
@@ -11,11 +14,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import types
 import warnings
 
 from ..operators.py_builtins import BUILTINS
-from ..pyct.transformer import ConversionError
+from ..pyct.transformer import ConversionError, UnsupportedLanguageElementError
 from . import conversion
 
 _DNC = "autograph_do_not_convert"
@@ -69,7 +73,7 @@ def _convert_function(fn: types.FunctionType, strict: bool):
         reason = f"generators and coroutines are not supported (`{fn.__name__}` " \
                  f"at {fn.__code__.co_filename}:{fn.__code__.co_firstlineno})"
         if strict:
-            raise ConversionError(reason)
+            raise UnsupportedLanguageElementError(reason)
         _warn(fn, reason)
         return fn
     entry = conversion.convert_code(fn)
@@ -103,10 +107,16 @@ def _convert(f, strict: bool):
     return f
 
 
+def strict_conversion_mode() -> bool:
+    """TF's switch: with AUTOGRAPH_STRICT_CONVERSION=1, what cannot be converted raises."""
+    return os.environ.get("AUTOGRAPH_STRICT_CONVERSION", "0") == "1"
+
+
 def convert(f):
     """The converted version of `f` (cached per code object), or `f` itself
-    (with a warning) when it cannot be converted.  Used by tracing."""
-    return _convert(f, strict=False)
+    (with a warning) when it cannot be converted; in strict mode the error is
+    raised instead.  Used by tracing."""
+    return _convert(f, strict=strict_conversion_mode())
 
 
 def to_graph(f):

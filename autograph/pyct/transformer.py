@@ -33,6 +33,10 @@ class ConversionError(Exception):
     """A construct cannot be converted; the message names it and its line."""
 
 
+class UnsupportedLanguageElementError(ConversionError, NotImplementedError):
+    """A Python feature AutoGraph does not convert at all (generators, coroutines), as TF names it."""
+
+
 class Base(Transformer):
     """Converter base: knows its context, skips nested scopes by default."""
 
