@@ -26,6 +26,7 @@ Converted code is compiled with the user's file name and line numbers, so
 tracebacks, and the creation sites recorded for graph ops, point at the
 user's source.  May import: gast, astunparse, numpy, and `eager` (lazily).
 """
+from . import experimental  # noqa: F401
 from .errors import AutoGraphError  # noqa: F401
 from .impl.api import (AutoGraphWarning, convert, converted_call, do_not_convert,  # noqa: F401
                        set_loop_options, to_code, to_graph)
@@ -34,4 +35,5 @@ from .operators.variables import Undefined, UndefinedReturnValue  # noqa: F401
 from .pyct.transformer import ConversionError, UnsupportedLanguageElementError  # noqa: F401
 
 __all__ = ["to_graph", "to_code", "convert", "do_not_convert", "set_loop_options",
-           "converted_call", "ConversionError", "UnsupportedLanguageElementError", "AutoGraphWarning", "stack"]
+           "converted_call", "ConversionError", "UnsupportedLanguageElementError", "AutoGraphWarning", "stack",
+           "experimental"]

@@ -38,12 +38,13 @@ class Function:
     """A Python function compiled to cached graphs (see docs/api.md, `tracing`)."""
 
     def __init__(self, python_function, input_signature=None, autograph=True, reduce_retracing=False,
-                 max_traces=None, name=None):
+                 max_traces=None, name=None, experimental_autograph_options=None):
         if not callable(python_function):
             raise TypeError(f"function() needs a callable, got {type(python_function).__name__}")
         self.python_function = python_function
         self._name = name or getattr(python_function, "__name__", "function")
         self._autograph = autograph
+        self._autograph_options = experimental_autograph_options
         self._reduce_retracing = reduce_retracing
         self._max_traces = max_traces
         if input_signature is not None:
@@ -130,7 +131,8 @@ class Function:
         bound = instance.__dict__.get(attr)
         if bound is None:
             bound = Function(functools.partial(self.python_function, instance), self._input_signature,
-                             self._autograph, self._reduce_retracing, self._max_traces, self._name)
+                             self._autograph, self._reduce_retracing, self._max_traces, self._name,
+                             self._autograph_options)
             bound._arg_names = self._arg_names[1:]
             bound._unbound_function = self.python_function
             bound._instance = instance
@@ -261,7 +263,7 @@ class Function:
         if self._converted is None:
             try:
                 from autograph import convert
-                self._converted = convert(self.python_function)
+                self._converted = convert(self.python_function, self._autograph_options)
             except ImportError:
                 self._converted = self.python_function
         return self._converted
@@ -361,17 +363,24 @@ def _ordinal(n: int) -> str:
 
 
 def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None, *,
-             jit_compile=None, experimental_relax_shapes=None):
+             experimental_autograph_options=None, jit_compile=None, experimental_relax_shapes=None):
     """Decorator: compile `func` into cached graphs (`@function` or `@function(...)`).
 
+    `experimental_autograph_options`: an `autograph.experimental.Feature` or a sequence of them, the
+    optional conversions to run (e.g. BUILTIN_FUNCTIONS: `print` of a tensor prints every call).
     TF 2 spellings are accepted: `experimental_relax_shapes` is the old name of `reduce_retracing`;
     `jit_compile` is accepted and ignored: no XLA is involved, every function is compiled by graphjit's own
     optimizer and executor either way."""
     if experimental_relax_shapes is not None:
         reduce_retracing = reduce_retracing or bool(experimental_relax_shapes)
 
+    if experimental_autograph_options is not None:
+        from autograph.experimental import optional_features
+        optional_features(experimental_autograph_options)      # refuse a bad option now, not at the first call
+
     def decorate(f):
-        return Function(f, input_signature, autograph, reduce_retracing, max_traces)
+        return Function(f, input_signature, autograph, reduce_retracing, max_traces,
+                        experimental_autograph_options=experimental_autograph_options)
     if func is not None:
         return decorate(func)
     return decorate

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gast
 
+from ..experimental import Feature
 from ..pyct import origin_info, templates, transformer
 
 _SIMPLE = (gast.Name, gast.Constant, gast.Attribute)
@@ -46,12 +47,23 @@ class LogicalTransformer(transformer.Base):
         origin_info.inherit(new, node)
         return new
 
+    def _equality(self, node):
+        """With EQUALITY_OPERATORS, `a == b` / `a != b` call `ag__.eq` / `ag__.not_eq`."""
+        if Feature.EQUALITY_OPERATORS not in self.ctx.features or len(node.ops) != 1 or \
+                not isinstance(node.ops[0], (gast.Eq, gast.NotEq)):
+            return node
+        op = "eq" if isinstance(node.ops[0], gast.Eq) else "not_eq"
+        new = templates.replace_as_expression(f"ag__.{op}(a, b)", ag__=self.ctx.ag_name, a=node.left,
+                                              b=node.comparators[0])
+        origin_info.inherit(new, node)
+        return new
+
     def visit_Compare(self, node):
         self.generic_visit(node)
         if len(node.ops) < 2 or not all(isinstance(c, _SIMPLE) for c in node.comparators[:-1]):
-            return node
+            return self._equality(node)
         operands = [node.left] + node.comparators
-        parts = [gast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]])
+        parts = [self._equality(gast.Compare(left=operands[i], ops=[op], comparators=[operands[i + 1]]))
                  for i, op in enumerate(node.ops)]
         new = self._lazy("and_", parts)
         origin_info.inherit(new, node)

@@ -12,13 +12,15 @@ and callable objects, and return a callable with the same calling convention.
 """
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import os
 import types
 import warnings
 
-from ..operators.py_builtins import BUILTINS
+from ..experimental import DEFAULT_FEATURES, Feature, optional_features as optional_features_of
+from ..operators.py_builtins import BUILTINS, print_
 from ..pyct.transformer import ConversionError, UnsupportedLanguageElementError
 from . import conversion
 
@@ -30,9 +32,22 @@ class AutoGraphWarning(UserWarning):
     """A function called from converted code runs unconverted."""
 
 
-def _ag_module():
+_AG_MODULES: dict = {}
+
+
+def _ag_module(features: frozenset = DEFAULT_FEATURES):
+    """The `ag__` namespace converted code runs with: for non-default features, a copy whose
+    `converted_call` converts the functions it calls with the same features."""
     from .. import ag__
-    return ag__
+    if features == DEFAULT_FEATURES:
+        return ag__
+    module = _AG_MODULES.get(features)
+    if module is None:
+        module = types.ModuleType("ag__")
+        module.__dict__.update({k: v for k, v in vars(ag__).items() if not k.startswith("__")})
+        module.converted_call = functools.partial(converted_call, features=features)
+        module = _AG_MODULES.setdefault(features, module)
+    return module
 
 
 def do_not_convert(func=None):
@@ -65,7 +80,7 @@ def _warn(fn, reason: str) -> None:
                   stacklevel=3)
 
 
-def _convert_function(fn: types.FunctionType, strict: bool):
+def _convert_function(fn: types.FunctionType, strict: bool, features: frozenset):
     if getattr(fn, _CONVERTED, False) or getattr(fn, _DNC, False) or conversion.is_library(fn):
         return fn
     if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
@@ -76,7 +91,7 @@ def _convert_function(fn: types.FunctionType, strict: bool):
             raise UnsupportedLanguageElementError(reason)
         _warn(fn, reason)
         return fn
-    entry = conversion.convert_code(fn)
+    entry = conversion.convert_code(fn, features=features)
     if entry.code is None:
         if strict:
             raise ConversionError(entry.error)
@@ -84,25 +99,25 @@ def _convert_function(fn: types.FunctionType, strict: bool):
         return fn
     for w in entry.warnings:
         warnings.warn(w, AutoGraphWarning, stacklevel=3)
-    return conversion.bind_converted(entry, fn, _ag_module())
+    return conversion.bind_converted(entry, fn, _ag_module(features))
 
 
-def _convert(f, strict: bool):
+def _convert(f, strict: bool, features: frozenset = DEFAULT_FEATURES):
     if getattr(f, _DNC, False) or getattr(f, _CONVERTED, False):
         return f
     if isinstance(f, functools.partial):
-        inner = _convert(f.func, strict)
+        inner = _convert(f.func, strict, features)
         return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
     if inspect.ismethod(f):
-        inner = _convert(f.__func__, strict)
+        inner = _convert(f.__func__, strict, features)
         return f if inner is f.__func__ else types.MethodType(inner, f.__self__)
     if isinstance(f, types.FunctionType):
-        return _convert_function(f, strict)
+        return _convert_function(f, strict, features)
     if isinstance(f, type) or not callable(f):
         return f
     call = getattr(type(f), "__call__", None)
     if isinstance(call, types.FunctionType):
-        inner = _convert_function(call, strict)
+        inner = _convert_function(call, strict, features)
         return f if inner is call else types.MethodType(inner, f)
     return f
 
@@ -112,20 +127,24 @@ def strict_conversion_mode() -> bool:
     return os.environ.get("AUTOGRAPH_STRICT_CONVERSION", "0") == "1"
 
 
-def convert(f):
-    """The converted version of `f` (cached per code object), or `f` itself
-    (with a warning) when it cannot be converted; in strict mode the error is
-    raised instead.  Used by tracing."""
-    return _convert(f, strict=strict_conversion_mode())
+def convert(f, optional_features=None):
+    """The converted version of `f` (cached per code object and feature set), or `f` itself (with a
+    warning) when it cannot be converted; in strict mode the error is raised instead.  Used by tracing.
+    `optional_features`: see `autograph.experimental.Feature`."""
+    return _convert(f, strict_conversion_mode(), optional_features_of(optional_features))
 
 
-def to_graph(f):
-    """Converts `f`; raises ConversionError naming the construct and line."""
-    return _convert(f, strict=True)
+def to_graph(f, recursive=True, experimental_optional_features=None):
+    """Converts `f`; raises ConversionError naming the construct and line.  `recursive` is TF's
+    argument: functions `f` calls are always converted when called."""
+    del recursive
+    return _convert(f, True, optional_features_of(experimental_optional_features))
 
 
-def to_code(f) -> str:
+def to_code(f, recursive=True, experimental_optional_features=None) -> str:
     """The converted source of `f` as readable Python text."""
+    del recursive
+    features = optional_features_of(experimental_optional_features)
     target = f
     while isinstance(target, functools.partial):
         target = target.func
@@ -136,15 +155,17 @@ def to_code(f) -> str:
     if not isinstance(target, types.FunctionType):
         raise TypeError(f"to_code expects a Python function, got {type(f).__name__}")
     target = inspect.unwrap(target, stop=lambda fn: not hasattr(fn, _CONVERTED))
-    entry = conversion.convert_code(target)
+    entry = conversion.convert_code(target, features=features)
     if entry.code is None:
         raise ConversionError(entry.error)
-    return conversion.converted_source(target) + "\n"
+    return conversion.converted_source(target, features=features) + "\n"
 
 
-def converted_call(f, args: tuple, kwargs):
-    """Calls `f(*args, **kwargs)`, converting user code on the way."""
+def converted_call(f, args: tuple, kwargs, features: frozenset = DEFAULT_FEATURES):
+    """Calls `f(*args, **kwargs)`, converting user code on the way (with these optional features)."""
     kwargs = kwargs or {}
+    if f is builtins.print and Feature.BUILTIN_FUNCTIONS in features:
+        return print_(*args, **kwargs)
     try:
         overload = BUILTINS.get(f)
     except TypeError:  # unhashable callable
@@ -156,4 +177,4 @@ def converted_call(f, args: tuple, kwargs):
         return f(*args, **kwargs)
     if isinstance(f, (types.BuiltinFunctionType, types.BuiltinMethodType, type)):
         return f(*args, **kwargs)
-    return convert(f)(*args, **kwargs)
+    return _convert(f, strict_conversion_mode(), features)(*args, **kwargs)

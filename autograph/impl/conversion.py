@@ -25,6 +25,7 @@ from eager.gc_pause import no_cyclic_gc
 from ..pyct import naming, parsing, transformer
 from ..pyct.loader import bind, compile_function
 from ..pyct.transformer import ConversionError
+from ..experimental import DEFAULT_FEATURES
 from . import pipeline
 
 _NEVER_CONVERT_ROOTS = {"eager", "graph_runtime", "tracing", "autograph", "numpy", "gast",
@@ -66,20 +67,20 @@ class ConversionCache:
         self.max_entries = max_entries
 
     @staticmethod
-    def _key(code: types.CodeType):
-        return code, code.co_filename, getattr(code, "co_qualname", code.co_name)
+    def _key(code: types.CodeType, features: frozenset):
+        return code, code.co_filename, getattr(code, "co_qualname", code.co_name), features
 
-    def get(self, code: types.CodeType) -> Optional[Converted]:
-        key = self._key(code)
+    def get(self, code: types.CodeType, features: frozenset = DEFAULT_FEATURES) -> Optional[Converted]:
+        key = self._key(code, features)
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, code: types.CodeType, entry: Converted) -> None:
+    def put(self, code: types.CodeType, entry: Converted, features: frozenset = DEFAULT_FEATURES) -> None:
         with self._lock:
-            self._entries[self._key(code)] = entry
+            self._entries[self._key(code, features)] = entry
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
 
@@ -115,20 +116,21 @@ def _lambda_to_def(node: gast.Lambda) -> gast.FunctionDef:
     return fn
 
 
-def convert_code(fn: types.FunctionType, ag_name: str = "ag__") -> Converted:
-    """Converts `fn`'s code (cached); never raises for unsupported code."""
-    entry = CACHE.get(fn.__code__)
+def convert_code(fn: types.FunctionType, ag_name: str = "ag__",
+                 features: frozenset = DEFAULT_FEATURES) -> Converted:
+    """Converts `fn`'s code with these optional features (cached); never raises for unsupported code."""
+    entry = CACHE.get(fn.__code__, features)
     if entry is not None:
         return entry
     with no_cyclic_gc():   # its trees stay alive until it ends: collections would rescan them (issue 18)
-        entry = _convert_code(fn, ag_name)
-    CACHE.put(fn.__code__, entry)
+        entry = _convert_code(fn, ag_name, features)
+    CACHE.put(fn.__code__, entry, features)
     return entry
 
 
-def _convert_code(fn: types.FunctionType, ag_name: str) -> Converted:
+def _convert_code(fn: types.FunctionType, ag_name: str, features: frozenset) -> Converted:
     try:
-        node, info, ctx = _converted_tree(fn, ag_name)
+        node, info, ctx = _converted_tree(fn, ag_name, features)
         code = compile_function(node, fn.__code__.co_freevars, ag_name, info.filename)
         if fn.__name__ == "<lambda>":
             code = code.replace(co_name="<lambda>")
@@ -138,19 +140,19 @@ def _convert_code(fn: types.FunctionType, ag_name: str) -> Converted:
     return entry
 
 
-def _converted_tree(fn: types.FunctionType, ag_name: str):
+def _converted_tree(fn: types.FunctionType, ag_name: str, features: frozenset = DEFAULT_FEATURES):
     node, info = parsing.parse_function(fn)
     if isinstance(node, gast.Lambda):
         node = _lambda_to_def(node)
     namer, kinds = naming.Namer.scan(node)
-    ctx = transformer.Context(namer, info, ag_name, kinds=kinds)
+    ctx = transformer.Context(namer, info, ag_name, kinds=kinds, features=features)
     return pipeline.run(node, ctx), info, ctx
 
 
-def converted_source(fn: types.FunctionType, ag_name: str = "ag__") -> str:
+def converted_source(fn: types.FunctionType, ag_name: str = "ag__", features: frozenset = DEFAULT_FEATURES) -> str:
     """The converted source text of `fn` (conversion is deterministic: this is the code `convert_code`
     compiled); raises what conversion raises."""
-    node, _, _ = _converted_tree(fn, ag_name)
+    node, _, _ = _converted_tree(fn, ag_name, features)
     return parsing.unparse(node)
 
 

@@ -24,6 +24,7 @@ import gast
 from ..converters import (asserts, break_statements, call_trees, conditional_expressions,
                           continue_statements, control_flow, directives, lists,
                           logical_expressions, return_statements, unsupported)
+from ..experimental import Feature
 from ..pyct.walk import all_nodes
 
 Converter = Callable  # (fn_node, ctx) -> fn_node
@@ -36,6 +37,7 @@ class Step:
     needs: Optional[frozenset] = None          # node classes it acts on (None: always runs)
     adds: Optional[frozenset] = None           # node classes it may introduce (None, the safe default: anything)
     needed: Optional[Callable] = None          # fn_node -> bool: the converter's own "anything to do?"
+    feature: Optional[Feature] = None          # the optional feature that turns it on (None: always on)
 
 
 def _kinds(*classes) -> frozenset:
@@ -64,8 +66,10 @@ PIPELINE: list[Step] = [
          needed=return_statements.needed),
     # Statement-level rewrites that introduce plain assignments/calls; they
     # must precede control_flow so liveness sees `l = list_append(l, x)`.
-    Step("lists", lists.transform, _kinds(gast.Attribute), _CALL_ADDS | _kinds(gast.Assign, gast.Store)),
-    Step("asserts", asserts.transform, _kinds(gast.Assert), _LAMBDA_ADDS | _kinds(gast.Expr)),
+    Step("lists", lists.transform, _kinds(gast.Attribute), _CALL_ADDS | _kinds(gast.Assign, gast.Store),
+         feature=Feature.LISTS),
+    Step("asserts", asserts.transform, _kinds(gast.Assert), _LAMBDA_ADDS | _kinds(gast.Expr),
+         feature=Feature.ASSERT_STATEMENTS),
     # Wrap user calls before control_flow adds calls to the runtime (which
     # must not be wrapped) and before expressions are turned into lambdas.
     Step("call_trees", call_trees.transform, _kinds(gast.Call), _CALL_ADDS),
@@ -93,6 +97,8 @@ def run(fn_node, ctx, check: bool = False):
         if kinds is not None and step.needs is not None and not kinds & step.needs:
             continue
         if step.needed is not None and not step.needed(fn_node):
+            continue
+        if step.feature is not None and step.feature not in ctx.features:
             continue
         fn_node = step.convert(fn_node, ctx)
         if kinds is not None:

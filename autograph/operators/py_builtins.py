@@ -1,5 +1,6 @@
 """Overloads of builtins for symbolic tensors: range len abs int float
-enumerate zip (and print, which stays Python: it runs while tracing).
+enumerate zip, and print with the BUILTIN_FUNCTIONS feature (by default print
+stays Python: it runs while tracing, as in TF).
 
 Each overload calls the Python builtin unless an argument is a symbolic
 tensor.  `range_`, `enumerate_` and `zip_` over symbolic tensors return a
@@ -11,7 +12,7 @@ import builtins
 from dataclasses import dataclass
 from typing import Callable
 
-from ._tensors import ek, is_symbolic, is_tensor_array
+from ._tensors import ek, is_symbolic, is_tensor, is_tensor_array
 
 
 @dataclass
@@ -93,6 +94,22 @@ def zip_(*iterables):
     for p in parts[1:]:
         length = ek().minimum(length, p.length)
     return StagedIterable(length, lambda i: tuple(p.get(i) for p in parts), "zip()")
+
+
+def print_(*objects, sep=" ", end="\n", file=None, flush=False):
+    """`print` with the BUILTIN_FUNCTIONS feature: with a symbolic tensor among `objects`, a stateful
+    `py_function` prints every call, tensors as their NumPy values (TF prints through a py_func too);
+    otherwise Python's print, now."""
+    if not any(is_symbolic(o) for o in objects):
+        return builtins.print(*objects, sep=sep, end=end, file=file, flush=flush)
+    slots = [is_tensor(o) for o in objects]
+
+    def print_values(*values):
+        it = iter(values)
+        builtins.print(*[next(it).numpy() if slot else o for o, slot in zip(objects, slots)],
+                       sep=sep, end=end, file=file, flush=flush)
+        return []
+    ek().py_function(print_values, [o for o, slot in zip(objects, slots) if slot], [])
 
 
 BUILTINS: dict = {

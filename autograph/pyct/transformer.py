@@ -13,6 +13,7 @@ from typing import Optional
 
 import gast
 
+from ..experimental import DEFAULT_FEATURES
 from .naming import Namer
 from .parsing import SourceInfo
 from .walk import AST_CONSTANT_SHIM, Transformer
@@ -27,6 +28,7 @@ class Context:
     ag_name: str = "ag__"
     warnings: list[str] = field(default_factory=list)
     kinds: Optional[set] = None    # node classes in the function (impl/pipeline.py); None: unknown
+    features: frozenset = DEFAULT_FEATURES   # optional conversions that run (autograph.experimental.Feature)
 
 
 class ConversionError(Exception):
