@@ -25,75 +25,20 @@ import eager as ek
 from eager import tape_state as _tape_state
 from eager.errors import OpError
 from eager.tensor import Tensor
-from graph_runtime.graph import Graph
-from graph_runtime.compiler import prune
 from graph_runtime.op_traits import run_targets
 from graph_runtime.operation import frames_stop_at, is_framework_file
 from graph_runtime import placeholder
 
 from .inline import inline as _inline
-from graph_runtime.pipeline import NO_OPTIMIZE, prepare
+from graph_runtime.pipeline import prepare
 
+from .func_graph import FuncGraph
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
 from .trace_type import placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
 _tape_local = _tape_state._state
-
-
-class FuncGraph(Graph):
-    """The graph a Python function is traced into; lifts variable creation out of it."""
-
-    def __init__(self, name: str, allow_variable_creation: bool):
-        super().__init__(name)
-        self.allow_variable_creation = allow_variable_creation
-        self.created_variables: list = []
-        self.lifted_ops: set = set()
-
-    tracing_done = False      # set when the Python function has returned: its tensors are then out of scope
-
-    def _no_value_message(self, tensor) -> str:
-        leaked = self._out_of_scope_message(tensor)
-        if leaked is not None:
-            return f"{leaked} It has no numpy(): only eager tensors, such as the function's results, have one."
-        return (f"Tensor {tensor.name!r}{_created_at(tensor)} is a symbolic tensor of function {self.name!r}, "
-                f"which is being traced: it has no value until the traced graph runs, so it has no numpy(). "
-                f"Inside the function use eager.print(tensor) to print its value at every call, and tensor ops "
-                f"(eager.cond, or Python if/while on tensors, converted by autograph) to decide on it; outside, "
-                f"call .numpy() on the function's result (return the tensor). To run the body eagerly, call "
-                f"{self.name}.python_function(...).")
-
-    def _out_of_scope_message(self, tensor):
-        if not self.tracing_done:
-            return None
-        return (f"{tensor!r} is out of scope and cannot be used here: it was created while tracing function "
-                f"{self.name!r}{_created_at(tensor)} and leaked out of it (kept in a global, an attribute or a "
-                f"list). Use the function's return values instead.")
-
-    def create_variable(self, var, init_tensor) -> None:
-        if not self.allow_variable_creation:
-            raise ValueError(
-                f"Variable {var._name!r} was created on a call after the first: a traced function may create "
-                f"variables only on its first call, and only once (graphjit, like TensorFlow, traces the "
-                f"first call twice to check this). Create the variable outside the function, or guard it: "
-                f"`if self.v is None: self.v = Variable(...)`.")
-        ops = prune([], [init_tensor], [])
-        for op in ops:
-            if op.type == "Placeholder":
-                raise ValueError(f"Variable {var._name!r}: its initial value depends on the function's "
-                                 f"arguments; initialize it from constants or random ops instead")
-        plan = prepare(self, [], [init_tensor], (), NO_OPTIMIZE, container="single", check_feeds=False)
-        var._value = np.array(plan())
-        self.lifted_ops.update(id(o) for o in ops)
-        self.created_variables.append(var)
-
-
-def _created_at(tensor) -> str:
-    if tensor.op.type == "Placeholder":
-        return f" (the argument {tensor.op.name!r})"
-    loc = tensor.op.location
-    return f" (created at {loc.filename}:{loc.lineno})" if loc is not None else ""
 
 
 def _is_tensor_leaf(x) -> bool:

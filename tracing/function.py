@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import sys
 import threading
 import time
 import warnings
@@ -57,7 +58,7 @@ class Function:
             _parameters(python_function)
         # calls are canonicalized (keywords moved to their positions, defaults filled in) before the cache
         # key is built, so f(x) and f(x, activation="relu") with that default share one trace, as in TF
-        self._fill_below = len(self._arg_names) if self._defaults else 0
+        self._fill_below = sys.maxsize if self._kwonly_defaults else len(self._arg_names) if self._defaults else 0
         self._dispatch: dict = {}          # exact call key -> ConcreteFunction
         self._concrete: list = []          # ConcreteFunctions in trace order
         self._signatures: list = []        # described signature (list[ArgInfo]) per concrete function
@@ -77,7 +78,7 @@ class Function:
             if kwargs:
                 args, kwargs = self._by_position(args, kwargs)
             args = cast_to_signature(self._name, self._input_signature, args, self._arg_names)
-        elif kwargs or len(args) < self._fill_below or self._kwonly_defaults:
+        elif kwargs or len(args) < self._fill_below:
             args, kwargs = self._canonicalize(args, kwargs)
         if _run_eagerly._run_eagerly:          # the debugging switch: plain Python on eager tensors
             return self.python_function(*args, **kwargs)
