@@ -59,6 +59,8 @@ class Function:
         # calls are canonicalized (keywords moved to their positions, defaults filled in) before the cache
         # key is built, so f(x) and f(x, activation="relu") with that default share one trace, as in TF
         self._fill_below = sys.maxsize if self._kwonly_defaults else len(self._arg_names) if self._defaults else 0
+        self._first_default = len(self._arg_names) - len(self._defaults)     # Python's defaults are a suffix
+        self._default_tail = tuple(self._defaults[n] for n in self._arg_names[self._first_default:])
         self._dispatch: dict = {}          # exact call key -> ConcreteFunction
         self._concrete: list = []          # ConcreteFunctions in trace order
         self._signatures: list = []        # described signature (list[ArgInfo]) per concrete function
@@ -108,6 +110,10 @@ class Function:
         """The call with keywords that name positional parameters moved to their positions and omitted
         parameters given their defaults (what the function receives either way). Stops at the first
         parameter it cannot fill: the call then fails in Python's own binding, as it would uncompiled."""
+        n = len(args)
+        if not kwargs and self._first_default <= n:      # the common case: trailing defaults omitted
+            args = args + self._default_tail[n - self._first_default:]
+            return args, (dict(self._kwonly_defaults) if self._kwonly_defaults else kwargs)
         if len(args) < len(self._arg_names):
             args, kwargs = list(args), dict(kwargs)
             for name in self._arg_names[len(args):]:
