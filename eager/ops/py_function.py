@@ -47,7 +47,10 @@ def _name(func) -> str:
 def _kernel(*arrays, func, Tout):
     with _context.init_scope():        # the Python function always runs eagerly, whatever this thread builds
         out = func(*[Tensor(np.asarray(a)) for a in arrays])
-        return tuple(t.numpy() for t in _results(func, out, Tout))
+        values = tuple(t.numpy() for t in _results(func, out, Tout))
+    # a compiled plan stores a lone output as the value itself (only graphs run this kernel: eagerly,
+    # py_function calls func directly)
+    return values[0] if len(values) == 1 else values
 
 
 PY_FUNCTION = op("EagerPyFunc", _kernel, lambda specs, attrs: [Spec(None, dt) for dt in attrs["Tout"]],

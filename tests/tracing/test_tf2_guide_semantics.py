@@ -276,19 +276,10 @@ def test_py_function_eagerly_and_traced():
         sq, i, one = f(x)
         np.testing.assert_array_equal(sq.numpy(), eager[0].numpy() + 1.0)
         assert int(i) == int(eager[1]) == 1
-        np.testing.assert_array_equal(one.numpy(), [2.0, 6.0, 4.0])
+        assert one.numpy().tolist() == [2.0, 6.0, 4.0] and sq.numpy().shape == (3,)
     assert len(calls) == 2
     with pytest.raises(ek.errors.InvalidArgumentError, match="returned 1 value.*Tout lists 2"):
         ek.py_function(lambda t: t, [x], [ek.float32, ek.float32])
-
-
-def test_a_single_output_of_a_variadic_op_keeps_its_shape_in_a_graph():
-    x = ek.constant([[1.0, 2.0]])
-    for fn in (lambda t: ek.split(t, 1)[0] * 2.0, lambda t: ek.unstack(t)[0] * 2.0):
-        expected = fn(x).numpy()
-        traced = function(fn, autograph=False)(x)
-        np.testing.assert_array_equal(traced.numpy(), expected)
-        assert traced.shape == expected.shape
 
 
 def test_device_scope_eagerly_and_traced():
