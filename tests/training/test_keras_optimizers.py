@@ -173,6 +173,10 @@ def test_get_by_name_config_and_instance():
     with pytest.raises(ValueError, match="Could not interpret optimizer identifier"):
         optimizers.get("os.system")
     assert ek.optimizers.Adam is optimizers.Adam      # the old name is the same module
+    scheduled = optimizers.Adam(optimizers.schedules.CosineDecay(0.1, 10))
+    back = optimizers.get(optimizers.serialize(scheduled))
+    assert isinstance(back.learning_rate, optimizers.schedules.CosineDecay)
+    assert back.learning_rate.get_config() == scheduled.learning_rate.get_config()
 
 
 SCHEDULES = [

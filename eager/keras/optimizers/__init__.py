@@ -24,7 +24,7 @@ def deserialize(config: dict):
     cls = _BY_NAME.get(str(config.get("class_name", "")).lower()) if isinstance(config, dict) else None
     if cls is None:
         raise ValueError(f"Could not interpret optimizer identifier: {config!r}; known: {sorted(_BY_NAME)}")
-    return cls(**config.get("config", {}))
+    return cls.from_config(config.get("config", {}))
 
 
 def get(identifier):

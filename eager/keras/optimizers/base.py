@@ -298,6 +298,9 @@ class Optimizer:
     # -- configuration --------------------------------------------------------
     def get_config(self) -> dict:
         lr = self._learning_rate
+        if isinstance(lr, LearningRateSchedule):
+            from .schedules import serialize
+            lr = serialize(lr)
         cfg = {"name": self.name, "learning_rate": float(lr.numpy()) if _is_var(lr) else lr,
                "clipnorm": self.clipnorm, "clipvalue": self.clipvalue, "global_clipnorm": self.global_clipnorm}
         cfg.update({k: float(v.numpy()) for k, v in self._hyper.items()})
@@ -305,6 +308,10 @@ class Optimizer:
 
     @classmethod
     def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):      # a serialized schedule (known classes only)
+            from .schedules import deserialize
+            config["learning_rate"] = deserialize(config["learning_rate"])
         return cls(**config)
 
     def __repr__(self):
