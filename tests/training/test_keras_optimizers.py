@@ -153,6 +153,16 @@ def test_clipping_options_match_keras():
     np.testing.assert_allclose(-v.numpy(), g * np.float32(4.9 / 5), rtol=1e-6)
 
 
+def test_apply_uses_the_built_variables():
+    a, b = ek.Variable([1.0]), ek.Variable([2.0])
+    opt = optimizers.SGD(0.5)
+    opt.build([a, b])
+    opt.apply([ek.constant([2.0]), ek.constant([2.0])])
+    assert a.numpy().tolist() == [0.0] and b.numpy().tolist() == [1.0]
+    with pytest.raises(ValueError, match="2 variables"):
+        opt.apply([ek.constant([1.0])])
+
+
 def test_exclude_from_weight_decay():
     keep, decayed = ek.Variable(np.ones(2, np.float32), name="bias"), ek.Variable(np.ones(2, np.float32), name="k")
     opt = optimizers.AdamW(0.1, weight_decay=0.5)

@@ -252,6 +252,15 @@ class Optimizer:
                 return self._step(pairs, eager=True)
         return self._step(pairs, eager=False)
 
+    def apply(self, grads, trainable_variables=None):
+        """Keras 3's spelling: `apply_gradients(zip(grads, trainable_variables))` (default: the built list)."""
+        if trainable_variables is None:
+            if len(grads) != len(self._tracked):
+                raise ValueError(f"apply: {len(grads)} gradients for the {len(self._tracked)} variables the "
+                                 f"optimizer was built with; pass trainable_variables or build() first")
+            trainable_variables = self._tracked
+        return self.apply_gradients(zip(grads, trainable_variables))
+
     def minimize(self, loss, var_list, tape):
         """`apply_gradients(zip(tape.gradient(loss, var_list), var_list))`."""
         grads = tape.gradient(loss, var_list)
