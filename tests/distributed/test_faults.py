@@ -130,7 +130,7 @@ def test_a_busy_task_ends_its_step_at_the_deadline_and_is_not_declared_dead(ray_
         began = time.monotonic()
         with pytest.raises(DeadlineExceededError, match="While loop: the step's deadline passed.*task:0"):
             sess.run(y, {x: 1.0}, options=gr.RunOptions(timeout_in_ms=300))
-        assert time.monotonic() - began < 5.0          # it was 10 s: two 5 s graces
+        assert time.monotonic() - began < 8.0          # it was over 10 s: two 5 s graces
         assert sess.run(z, {x: 1.0}) == 2.0             # alive: task_recovery="raise" would refuse a dead one
 
 
