@@ -70,6 +70,9 @@ class ConcreteFunction:
         self.nodes_before = nodes_before
         self.nodes_after = nodes_after
         self._hits = 0
+        self._hits_seen = 0     # the owning Function's LRU bookkeeping (hits at its last trace, that trace)
+        self._used_at = 0
+        self._trace_record = None
         self._python_function = python_function
 
     phases = None       # PhaseTimes of the trace (or load) that built it: where its first call's time went

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import sys
 import threading
 import time
@@ -35,11 +36,18 @@ from .signature import ArgInfo, call_key, cast_to_signature, describe
 _context_state = _context._state
 
 
+_log = logging.getLogger("graphjit.tracing")
+# Traces kept per function (and per instance, for methods) before the least recently used is dropped:
+# each holds a graph and a compiled plan, so a function called with ever new shapes or Python values
+# must not grow without bound.  TF keeps every trace; 128 is far above what a well-keyed function makes.
+DEFAULT_MAX_CACHE_SIZE = 128
+
+
 class Function:
     """A Python function compiled to cached graphs (see docs/api.md, `tracing`)."""
 
     def __init__(self, python_function, input_signature=None, autograph=True, reduce_retracing=False,
-                 max_traces=None, name=None, experimental_autograph_options=None):
+                 max_traces=None, name=None, experimental_autograph_options=None, max_cache_size=None):
         if not callable(python_function):
             raise TypeError(f"function() needs a callable, got {type(python_function).__name__}")
         self.python_function = python_function
@@ -48,6 +56,9 @@ class Function:
         self._autograph_options = experimental_autograph_options
         self._reduce_retracing = reduce_retracing
         self._max_traces = max_traces
+        self._max_cache_size = DEFAULT_MAX_CACHE_SIZE if max_cache_size is None else max_cache_size
+        if not isinstance(self._max_cache_size, int) or self._max_cache_size < 1:
+            raise ValueError(f"function(): max_cache_size must be a positive int, got {max_cache_size!r}")
         if input_signature is not None:
             input_signature = tuple(input_signature)
             for s in ek.nest.flatten(list(input_signature)):
@@ -139,7 +150,7 @@ class Function:
         if bound is None:
             bound = Function(functools.partial(self.python_function, instance), self._input_signature,
                              self._autograph, self._reduce_retracing, self._max_traces, self._name,
-                             self._autograph_options)
+                             self._autograph_options, self._max_cache_size)
             bound._arg_names = self._arg_names[1:]
             bound._unbound_function = self.python_function
             bound._instance = instance
@@ -187,8 +198,8 @@ class Function:
             explanation = self._explain_text(record_changes, suggestions)
             if retrace_forbidden():
                 raise RetraceError(f"{self._name} would retrace inside no_retrace()", explanation)
-            if self._max_traces is not None and len(self._concrete) >= self._max_traces:
-                raise RetraceError(f"{self._name} would trace a {_ordinal(len(self._concrete) + 1)} graph but "
+            if self._max_traces is not None and len(self.trace_log) >= self._max_traces:
+                raise RetraceError(f"{self._name} would trace a {_ordinal(len(self.trace_log) + 1)} graph but "
                                    f"max_traces={self._max_traces}", explanation)
         specs = self._trace_specs(args, kwargs, infos)
         call_site = user_call_site()
@@ -197,19 +208,43 @@ class Function:
             cf = self._build(args, kwargs, specs)
         elapsed = time.perf_counter() - t0
         cf._hits = 1
+        self._evict_least_recently_used()
         self._concrete.append(cf)
         self._signatures.append(infos)
         if reason is None:
-            reason = "first call" if len(self._concrete) == 1 else \
+            reason = "first call" if not self.trace_log else \
                 "; ".join(str(c) for c in record_changes) or "no compatible trace"
-        self.trace_log.append(TraceRecord(len(self._concrete), cf.pretty_printed_signature(verbose=False),
-                                          reason, call_site, elapsed, cf.nodes_before, cf.nodes_after,
-                                          record_changes, suggestions, cf.phases))
+        cf._trace_record = TraceRecord(len(self.trace_log) + 1, cf.pretty_printed_signature(verbose=False),
+                                       reason, call_site, elapsed, cf.nodes_before, cf.nodes_after,
+                                       record_changes, suggestions, cf.phases)
+        self.trace_log.append(cf._trace_record)
+        cf._hits_seen, cf._used_at = cf._hits, len(self.trace_log)
         if self._recent.add(True):
             warnings.warn(f"{self._name} retraced {self._recent.threshold} times in its last 10 calls. "
                           f"Latest: {reason}. " + (" ".join(suggestions) if suggestions else ""),
                           RetraceWarning, stacklevel=4)
         return cf
+
+    def _evict_least_recently_used(self):
+        """Make room for one more trace: past `max_cache_size`, forget the trace used least recently.
+
+        Recency is kept at trace granularity so that a cache hit costs nothing extra: a trace is stamped
+        with its own number when made, and at every new trace, one whose hit count moved since the previous
+        trace is stamped just after that previous trace's number."""
+        now = len(self.trace_log) + 0.5
+        for cf in self._concrete:
+            if cf._hits != cf._hits_seen:
+                cf._hits_seen, cf._used_at = cf._hits, now
+        cf = None
+        while len(self._concrete) >= self._max_cache_size:
+            i = min(range(len(self._concrete)), key=lambda k: (self._concrete[k]._used_at, self._concrete[k]._hits))
+            cf = self._concrete.pop(i)
+            del self._signatures[i]
+            self._dispatch = {k: v for k, v in self._dispatch.items() if v is not cf}
+            _log.warning("%s: %d traces are cached (max_cache_size=%d); dropped the least recently used, %s "
+                         "(trace #%d). Calls with that signature will trace again.", self._name,
+                         len(self._concrete) + 1, self._max_cache_size, cf._trace_record.signature,
+                         cf._trace_record.index)
 
     def _trace_specs(self, args, kwargs, infos: list[ArgInfo]):
         """Specs for the tensor leaves of this call: exact, from input_signature, or relaxed."""
@@ -254,7 +289,7 @@ class Function:
         return specs
 
     def _build(self, args, kwargs, specs):
-        creating_first = not self._concrete
+        creating_first = not self.trace_log     # variables may be created only by the very first trace
         cf, created = trace_concrete(self, args, kwargs, specs, allow_variable_creation=creating_first)
         if created:
             self._created_variables = True
@@ -290,11 +325,11 @@ class Function:
                 if cf._matches_specs(args, kwargs):
                     return cf
             cf = self._trace(args, kwargs, reason="get_concrete_function")
-            cf._hits = 0
+            cf._hits = cf._hits_seen = 0
             return cf
 
     def experimental_get_tracing_count(self) -> int:
-        return len(self._concrete)
+        return len(self.trace_log)
 
     def pretty_printed_concrete_signatures(self, verbose=True) -> str:
         return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in self._concrete)
@@ -308,7 +343,8 @@ class Function:
         if not timing:
             return {cf.pretty_printed_signature(verbose=False): cf._hits for cf in self._concrete}
         out = {}
-        for cf, rec in zip(self._concrete, self.trace_log):
+        for cf in self._concrete:
+            rec = cf._trace_record
             out[cf.pretty_printed_signature(verbose=False)] = {
                 "hits": cf._hits, "trace_seconds": rec.trace_seconds, "phases": rec.phases.as_dict()}
         return out
@@ -370,7 +406,8 @@ def _ordinal(n: int) -> str:
 
 
 def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None, *,
-             experimental_autograph_options=None, jit_compile=None, experimental_relax_shapes=None):
+             experimental_autograph_options=None, jit_compile=None, experimental_relax_shapes=None,
+             max_cache_size=None):
     """Decorator: compile `func` into cached graphs (`@function` or `@function(...)`).
 
     `experimental_autograph_options`: an `autograph.experimental.Feature` or a sequence of them, the
@@ -387,7 +424,7 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
 
     def decorate(f):
         return Function(f, input_signature, autograph, reduce_retracing, max_traces,
-                        experimental_autograph_options=experimental_autograph_options)
+                        experimental_autograph_options=experimental_autograph_options, max_cache_size=max_cache_size)
     if func is not None:
         return decorate(func)
     return decorate
