@@ -10,12 +10,12 @@ this builds eager values or symbolic graph nodes depending on the context.
 from __future__ import annotations
 
 from .errors import InvalidArgumentError
+from .ops import array as _a
+from .ops import math as _m
 
 
 def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset()):
     """Return one accumulated gradient (or None) per source group."""
-    from .ops import math as _m  # public ops, imported late to avoid a cycle
-    from .ops import array as _a
 
     source_keys = set()
     for group in source_groups:

@@ -21,6 +21,9 @@ declared dtype (`Session.run` feeds, `input_signature` arguments): Python
 values and NumPy arrays are converted when no value changes (float64 ->
 float32 and int -> float are allowed, 2.5 -> int32 is not); a Tensor or
 Variable of another dtype is never converted.
+
+Conversion sits below the op wrappers: it uses only the Const and Pack
+primitives (`ops/_const.py`, `ops/_pack.py`), never a wrapper module.
 """
 from __future__ import annotations
 
@@ -30,8 +33,12 @@ import numbers
 import numpy as np
 
 from . import context as _context
+from .dispatch import execute
 from .dtypes import as_dtype, dtype_of_array, string
 from .errors import InvalidArgumentError
+from .ops._const import stage_const
+from .ops._pack import PACK, infer_pack
+from .registry import Spec
 from .tensor import Tensor
 
 _INT32_MIN, _INT32_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -202,7 +209,6 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     ctx = _context._state.stack[-1]
     if ctx.is_eager:
         return Tensor(arr)
-    from .ops.constant import stage_const
     return stage_const(arr, name)
 
 
@@ -247,8 +253,8 @@ def _autopack(seq, dtype):
         else:
             t = constant(v, dt)
         parts.append(t)
-    from .ops.array import stack
-    return stack(parts)
+    infer_pack([Spec(t.shape.dims, t.dtype) for t in parts], {"axis": 0})    # a clear error for ragged parts
+    return execute(PACK, tuple(parts), {"axis": 0})
 
 
 def convert_to_tensor(value, dtype=None, name=None, dtype_hint=None) -> Tensor:

@@ -12,10 +12,13 @@ import contextlib
 import enum
 import warnings
 
+import numpy as np
+
 from . import nest, tape_state
 from .backprop import backprop
-from .convert import convert_to_tensor
+from .convert import constant, convert_to_tensor
 from .errors import InvalidArgumentError
+from .ops.array import ones_like, reshape, stack, zeros, zeros_like
 from .tensor import Tensor
 
 
@@ -151,7 +154,6 @@ class GradientTape:
         return result
 
     def _gradient(self, target, sources, output_gradients, unconnected):
-        from .ops.array import ones_like, zeros_like
         targets, target_reads = [], {}
         for t in nest.flatten(target):
             if _is_variable(t):     # a variable target is its value; d(v)/d(v) is the output gradient
@@ -190,9 +192,6 @@ class GradientTape:
     def jacobian(self, target, sources, unconnected_gradients="none", experimental_use_pfor=False):
         """Full Jacobian: result[i] has shape target.shape + source_i.shape."""
         unconnected_gradients = _unconnected(unconnected_gradients)
-        import numpy as np
-        from .convert import constant
-        from .ops.array import reshape, stack, zeros
         target = convert_to_tensor(target)
         if not target.shape.is_fully_defined():
             raise InvalidArgumentError(f"jacobian needs a target with a fully known shape, got {target.shape}")

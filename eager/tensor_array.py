@@ -43,6 +43,9 @@ from .dtypes import DType, as_dtype, int32
 from .errors import InvalidArgumentError
 from .registry import Spec, op
 from .shape import TensorShape
+from .ops.array import reshape, shape, unstack, zeros_like
+from .ops.constant import identity
+from .ops.gather import gather
 from .tensor import Tensor
 
 __all__ = ["TensorArray"]
@@ -116,7 +119,6 @@ def _infer_set_item(specs, attrs):
 
 def _g_set_item(op, dy):
     buffer, index, item = op.inputs
-    from .ops.array import zeros_like
     cleared = execute(SET_ITEM, (dy, index, zeros_like(item)), {"dynamic": False})
     return [execute(RESIZE_LIKE, (cleared, buffer), {}), None, execute(GET_ITEM, (dy, index), {})]
 
@@ -126,7 +128,6 @@ def _get_item_kernel(buffer, index):
 
 
 def _g_get_item(op, dy):
-    from .ops.array import zeros_like
     buffer, index = op.inputs
     return [execute(SET_ITEM, (zeros_like(buffer), index, dy), {"dynamic": False}), None]
 
@@ -163,7 +164,6 @@ def _infer_concat(specs, attrs):
 
 
 def _g_concat(op, dy):
-    from .ops.array import reshape, shape
     return [reshape(dy, shape(op.inputs[0]))]
 
 
@@ -280,7 +280,6 @@ class TensorArray(_Fields):
         if not self._dynamic and None not in (n_old, n_new) and n_old != n_new:
             raise InvalidArgumentError(f"TensorArray.unstack: cannot unstack {n_new} elements into a TensorArray "
                                        f"of size {n_old}; use dynamic_size=True")
-        from .ops.constant import identity
         return type(self)(flow=identity(t, name=name))
 
     def scatter(self, indices, value, name=None) -> "TensorArray":
@@ -288,7 +287,6 @@ class TensorArray(_Fields):
         ta = self
         rows = value if isinstance(value, (list, tuple)) else None
         if rows is None:
-            from .ops.array import unstack
             rows = unstack(self._value(value, "scatter"), num=len(indices))
         for i, row in zip(indices, rows):
             ta = ta.write(int(i), row)
@@ -305,7 +303,6 @@ class TensorArray(_Fields):
 
     def gather(self, indices, name=None) -> Tensor:
         """The elements at `indices`, stacked."""
-        from .ops.gather import gather
         return gather(self.flow, indices, name=name)
 
     def concat(self, name=None) -> Tensor:

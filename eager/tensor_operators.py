@@ -10,6 +10,7 @@ from __future__ import annotations
 from .ops import linalg as _linalg
 from .ops import division as _d
 from .ops import math as _m
+from .ops.indexing import getitem
 from .tensor import Tensor
 from .variables import Variable
 
@@ -19,7 +20,6 @@ def _r(fn):
 
 
 def _getitem(self, key):
-    from .ops.indexing import getitem
     return getitem(self, key)
 
 

@@ -31,8 +31,9 @@ from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError
 from .registry import Spec, op
 from .shape import TensorShape, as_shape
-from .tensor import Tensor, TensorRef
 from .ops.gather import _indices, _nd_index
+from .ops.math import cast
+from .tensor import Tensor, TensorRef
 
 _ids = itertools.count(1)
 
@@ -335,5 +336,4 @@ class _nullcontext:
 
 
 def _cast_initial(t, dtype):
-    from .ops.math import cast
     return cast(t, dtype)

@@ -19,6 +19,7 @@ import os
 import types
 import warnings
 
+from .. import ag__ as _operators
 from ..experimental import DEFAULT_FEATURES, Feature, optional_features as optional_features_of
 from ..operators.py_builtins import BUILTINS, print_
 from ..pyct.transformer import ConversionError, UnsupportedLanguageElementError
@@ -38,13 +39,12 @@ _AG_MODULES: dict = {}
 def _ag_module(features: frozenset = DEFAULT_FEATURES):
     """The `ag__` namespace converted code runs with: for non-default features, a copy whose
     `converted_call` converts the functions it calls with the same features."""
-    from .. import ag__
     if features == DEFAULT_FEATURES:
-        return ag__
+        return AG_NAMESPACE
     module = _AG_MODULES.get(features)
     if module is None:
         module = types.ModuleType("ag__")
-        module.__dict__.update({k: v for k, v in vars(ag__).items() if not k.startswith("__")})
+        module.__dict__.update({k: v for k, v in vars(AG_NAMESPACE).items() if not k.startswith("__")})
         module.converted_call = functools.partial(converted_call, features=features)
         module = _AG_MODULES.setdefault(features, module)
     return module
@@ -178,3 +178,14 @@ def converted_call(f, args: tuple, kwargs, features: frozenset = DEFAULT_FEATURE
     if isinstance(f, (types.BuiltinFunctionType, types.BuiltinMethodType, type)):
         return f(*args, **kwargs)
     return _convert(f, strict_conversion_mode(), features)(*args, **kwargs)
+
+
+def _namespace() -> types.ModuleType:
+    """The `ag__` that converted code calls: the runtime operators and `converted_call`."""
+    ns = types.ModuleType("ag__", _operators.__doc__)
+    ns.__dict__.update({name: getattr(_operators, name) for name in _operators.__all__})
+    ns.converted_call = converted_call
+    return ns
+
+
+AG_NAMESPACE = _namespace()

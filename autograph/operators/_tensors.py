@@ -1,45 +1,31 @@
-"""Lazy access to the `eager` package and cheap tensor predicates.
+"""Cheap tensor predicates for the runtime operators.
 
-Python scalars and containers are rejected without touching `eager`, which
-keeps the plain-Python path fast and lets autograph import without eager.
+Python scalars and containers are rejected before asking `eager`, which keeps
+the plain-Python path of converted code fast.  Imports `eager` only.
 """
 from __future__ import annotations
 
-import importlib
+import eager as ek
 
 _PLAIN = (bool, int, float, complex, str, bytes, list, tuple, dict, set, type(None), range)
-
-
-def ek():
-    """The `eager` module (imported on first use)."""
-    return importlib.import_module("eager")
 
 
 def is_symbolic(x) -> bool:
     if isinstance(x, _PLAIN):
         return False
-    try:
-        return bool(ek().is_symbolic(x))
-    except ImportError:
-        return False
+    return bool(ek.is_symbolic(x))
 
 
 def is_tensor(x) -> bool:
     if isinstance(x, _PLAIN):
         return False
-    try:
-        return bool(ek().is_tensor(x))
-    except ImportError:
-        return False
+    return bool(ek.is_tensor(x))
 
 
 def is_tensor_array(x) -> bool:
     if isinstance(x, _PLAIN) and not isinstance(x, tuple):
         return False
-    try:
-        return isinstance(x, ek().TensorArray)
-    except (ImportError, AttributeError):
-        return False
+    return isinstance(x, ek.TensorArray)
 
 
 def describe(x) -> str:

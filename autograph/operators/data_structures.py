@@ -6,7 +6,9 @@ object, so aliasing is preserved) and writes to the end of a TensorArray
 """
 from __future__ import annotations
 
-from ._tensors import ek, is_tensor_array
+import eager as ek
+
+from ._tensors import is_tensor_array
 
 
 def list_append(target, value):
@@ -20,7 +22,7 @@ def list_stack(target):
     """A tensor from a list of tensors, a TensorArray, or a tensor."""
     if is_tensor_array(target):
         return target.stack()
-    e = ek()
+    e = ek
     if e.is_tensor(target):
         return target
     return e.stack(target)

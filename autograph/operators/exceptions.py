@@ -6,8 +6,10 @@ runs.  With a Python value (or an eager tensor) it is exactly `assert`.
 """
 from __future__ import annotations
 
+import eager as ek
+
 from ..pyct.origin_info import user_location
-from ._tensors import ek, is_symbolic
+from ._tensors import is_symbolic
 
 
 def assert_stmt(test, message_fn):
@@ -16,7 +18,7 @@ def assert_stmt(test, message_fn):
         loc = user_location(2)
         text = f"assertion failed at {loc}" if loc else "assertion failed"
         data = [text] + ([message] if message is not None else [])
-        debugging = getattr(ek(), "debugging", None)
+        debugging = getattr(ek, "debugging", None)
         if debugging is not None and hasattr(debugging, "Assert"):
             return debugging.Assert(test, data)
         if debugging is not None and hasattr(debugging, "assert_equal"):

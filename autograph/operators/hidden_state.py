@@ -8,7 +8,7 @@ value seen while tracing, so the loop would never end or compute with stale
 values.  `snapshot` records the values of such names before staging and
 `check` raises if tracing changed one, naming it.
 
-Imports the standard library and autograph's errors only.
+Imports the standard library and `autograph.errors` only.
 """
 from __future__ import annotations
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import operator
 
-from ._tensors import ek, is_symbolic
+import eager as ek
+
+from ._tensors import is_symbolic
 
 
 def _as_bool_tensor(x):
-    e = ek()
+    e = ek
     t = e.convert_to_tensor(x) if not e.is_tensor(x) else x
     return t if t.dtype == e.bool else e.cast(t, e.bool)
 
@@ -21,26 +23,26 @@ def _as_bool_tensor(x):
 def and_(a_fn, b_fn):
     a = a_fn()
     if is_symbolic(a):
-        return ek().cond(a, lambda: _as_bool_tensor(b_fn()), lambda: _as_bool_tensor(a))
+        return ek.cond(a, lambda: _as_bool_tensor(b_fn()), lambda: _as_bool_tensor(a))
     return b_fn() if a else a
 
 
 def or_(a_fn, b_fn):
     a = a_fn()
     if is_symbolic(a):
-        return ek().cond(a, lambda: _as_bool_tensor(a), lambda: _as_bool_tensor(b_fn()))
+        return ek.cond(a, lambda: _as_bool_tensor(a), lambda: _as_bool_tensor(b_fn()))
     return a if a else b_fn()
 
 
 def not_(a):
     if is_symbolic(a):
-        return ek().logical_not(a)
+        return ek.logical_not(a)
     return not a
 
 
 def eq(a, b):
-    return ek().equal(a, b) if is_symbolic(a) or is_symbolic(b) else operator.eq(a, b)
+    return ek.equal(a, b) if is_symbolic(a) or is_symbolic(b) else operator.eq(a, b)
 
 
 def not_eq(a, b):
-    return ek().not_equal(a, b) if is_symbolic(a) or is_symbolic(b) else operator.ne(a, b)
+    return ek.not_equal(a, b) if is_symbolic(a) or is_symbolic(b) else operator.ne(a, b)

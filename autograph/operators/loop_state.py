@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import eager as ek
+
 from .. import errors
-from ._tensors import ek, is_tensor, is_tensor_array
+from ._tensors import is_tensor, is_tensor_array
 from .variables import Undefined, is_undefined
 
 _PY_LEAVES = (bool, int, float, str, np.ndarray, np.generic)   # made constants
@@ -58,7 +60,7 @@ def leaf_tensor(x, like=None):
     """A Python bool/number/string as a constant (other values unchanged); a
     number takes `like`'s dtype when that loses nothing (an int into any
     number type, a float into a float type), as TF's loop-variable autocast."""
-    e = ek()
+    e = ek
     if not isinstance(x, _PY_LEAVES):
         return x
     dt = like.dtype if is_tensor(like) else None
@@ -75,7 +77,7 @@ def is_leaf_value(v) -> bool:
 
 def _as_state(name: str, value):
     """Structure leaves made tensors; anything else a loop cannot carry is an error."""
-    e = ek()
+    e = ek
 
     def leaf(path, v):
         if v is None:
@@ -97,7 +99,7 @@ def probe(fn, args: list):
     they are.  Nothing the trace creates reaches the user's graph.  Under an
     eager context (simulated staging in tests) `fn` runs directly, on copies
     of the lists."""
-    e = ek()
+    e = ek
     ctx = e.context.current()
     if ctx.is_eager:
         probe_args = [list(a) if isinstance(a, list) else a for a in args]
@@ -117,7 +119,7 @@ def probe(fn, args: list):
 
 def _zeros_like_probed(path: str, like):
     """TF's `_placeholder_value`: (initial value, shape invariant or None)."""
-    e = ek()
+    e = ek
     if is_tensor(like):
         shape = like.shape
         if shape.rank is None:
@@ -135,7 +137,7 @@ def _zeros_like_probed(path: str, like):
 
 
 def placeholder_value(name: str, like):
-    e = ek()
+    e = ek
     pairs = [_zeros_like_probed(p, v) for p, v in e.nest.flatten_with_paths(like, name)]
     return (e.nest.pack_sequence_as(like, [v for v, _ in pairs]),
             e.nest.pack_sequence_as(like, [i for _, i in pairs]))
@@ -146,7 +148,7 @@ def user_invariants(init: list, names: tuple, opts: dict) -> dict:
     """`set_loop_options(shape_invariants=[(var, shape), ...])` per variable:
     a variable's invariant structure (leaves TensorShape or None).  `var` may
     be a loop variable or a tensor inside one (a partial invariant)."""
-    e = ek()
+    e = ek
     out: dict = {}
     for var, shape in opts.get("shape_invariants") or ():
         hit = False
@@ -171,13 +173,13 @@ def user_invariants(init: list, names: tuple, opts: dict) -> dict:
 
 
 def _as_shape(s):
-    return None if s is None else ek().TensorShape(s)
+    return None if s is None else ek.TensorShape(s)
 
 
 def _invariant_structure(name: str, var, shape):
     """The invariant for a whole loop variable: a shape for a tensor, else a
     structure like `var` whose leaves are shapes or None (None: no invariant)."""
-    e = ek()
+    e = ek
     if not e.nest.is_nested(var):
         return _as_shape(shape)
     if shape is None:
@@ -194,7 +196,7 @@ def _invariant_structure(name: str, var, shape):
 
 def _flatten_up_to(template, value) -> list:
     """Leaves of `value` where `template` has leaves (a shape there stays whole)."""
-    nest = ek().nest
+    nest = ek.nest
     if not nest.is_nested(template):
         return [value]
     if isinstance(template, dict):
@@ -231,7 +233,7 @@ def prepare(body_call, init: list, names: tuple, opts: dict) -> Prepared:
                 prep.passthrough[i] = v
                 continue
             prep.values[i], inv = placeholder_value(names[i], d)
-            if i not in prep.invariants and any(x is not None for x in ek().nest.flatten(inv)):
+            if i not in prep.invariants and any(x is not None for x in ek.nest.flatten(inv)):
                 prep.invariants[i] = inv
             if isinstance(v, Undefined):   # a return value is only read if `do_return`
                 prep.check_once.append(names[i])
@@ -253,7 +255,7 @@ def _check_initial(path: str, value, invariant) -> None:
     if invariant is None:
         return
     if isinstance(value, (list, tuple, dict)) and not is_tensor_array(value):
-        keys = ek().nest._sorted_keys(value) if isinstance(value, dict) else range(len(value))
+        keys = ek.nest._sorted_keys(value) if isinstance(value, dict) else range(len(value))
         for key in keys:
             _check_initial(f"{path}[{key!r}]" if isinstance(value, dict) else f"{path}[{key}]",
                            value[key], invariant[key])
@@ -263,7 +265,7 @@ def _check_initial(path: str, value, invariant) -> None:
 
 
 def _tensor_list(name: str, items: list, appended):
-    e = ek()
+    e = ek
     elem = leaf_tensor(appended)
     if not is_tensor(elem):
         raise errors.loop_var_type(f"{name}[...]", appended)
@@ -282,7 +284,7 @@ def check_iteration(name: str, init, entry, exit_, invariant):
     if is_undefined(exit_):
         raise errors.loop_undefined(name)
     if not _same_structure(entry, exit_):
-        nest = ek().nest
+        nest = ek.nest
         raise errors.loop_structure(name, nest.structure_repr(entry), nest.structure_repr(exit_))
     if not _same_structure(entry, init):
         init = None
@@ -293,7 +295,7 @@ def _check(path, init, entry, exit_, invariant):
     """Walks the structure (TensorArrays are leaves) checking each leaf."""
     if is_tensor_array(entry) or not isinstance(entry, (list, tuple, dict)):
         return _check_leaf(path, init, entry, exit_, invariant)
-    nest = ek().nest
+    nest = ek.nest
     if isinstance(entry, dict):
         keys = nest._sorted_keys(entry)
         parts = [(f"{path}[{k!r}]", k) for k in keys]
@@ -314,7 +316,7 @@ def _check(path, init, entry, exit_, invariant):
 
 
 def _same_structure(a, b) -> bool:
-    nest = ek().nest
+    nest = ek.nest
     return nest.same_structure(nest.lists_for_sequences(a), nest.lists_for_sequences(b))
 
 

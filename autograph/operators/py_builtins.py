@@ -12,7 +12,9 @@ import builtins
 from dataclasses import dataclass
 from typing import Callable
 
-from ._tensors import ek, is_symbolic, is_tensor, is_tensor_array
+import eager as ek
+
+from ._tensors import is_symbolic, is_tensor, is_tensor_array
 
 
 @dataclass
@@ -26,7 +28,7 @@ class StagedIterable:
 
 def _tensor_rows(x) -> StagedIterable:
     dim = x.shape.as_list()[0] if x.shape.rank else None
-    length = dim if dim is not None else ek().shape(x)[0]
+    length = dim if dim is not None else ek.shape(x)[0]
     return StagedIterable(length, lambda i: x[i], "a tensor")
 
 
@@ -35,7 +37,7 @@ def range_(*args):
         return builtins.range(*args)
     start, limit, delta = (0, args[0], 1) if len(args) == 1 else (
         (args[0], args[1], 1) if len(args) == 2 else args)
-    e = ek()
+    e = ek
     sign = e.sign(delta) if is_symbolic(delta) else (1 if delta > 0 else -1)
     n = e.maximum((limit - start + delta - sign) // delta, 0)
     return StagedIterable(n, lambda i: start + i * delta, "range()")
@@ -52,22 +54,22 @@ def len_(x):
             raise TypeError("len() of a scalar tensor is not defined")
         if shape.rank is not None and shape.as_list()[0] is not None:
             return shape.as_list()[0]
-        return ek().shape(x)[0]
+        return ek.shape(x)[0]
     return builtins.len(x)
 
 
 def abs_(x):
-    return ek().abs(x) if is_symbolic(x) else builtins.abs(x)
+    return ek.abs(x) if is_symbolic(x) else builtins.abs(x)
 
 
 def int_(x=0, *args):
     if is_symbolic(x) and not args:
-        return ek().cast(x, ek().int32)
+        return ek.cast(x, ek.int32)
     return builtins.int(x, *args)
 
 
 def float_(x=0.0):
-    return ek().cast(x, ek().float32) if is_symbolic(x) else builtins.float(x)
+    return ek.cast(x, ek.float32) if is_symbolic(x) else builtins.float(x)
 
 
 def enumerate_(iterable, start=0):
@@ -92,7 +94,7 @@ def zip_(*iterables):
                             "staged; convert the Python iterable to a tensor")
     length = parts[0].length
     for p in parts[1:]:
-        length = ek().minimum(length, p.length)
+        length = ek.minimum(length, p.length)
     return StagedIterable(length, lambda i: tuple(p.get(i) for p in parts), "zip()")
 
 
@@ -109,7 +111,7 @@ def print_(*objects, sep=" ", end="\n", file=None, flush=False):
         builtins.print(*[next(it).numpy() if slot else o for o, slot in zip(objects, slots)],
                        sep=sep, end=end, file=file, flush=flush)
         return []
-    ek().py_function(print_values, [o for o, slot in zip(objects, slots) if slot], [])
+    ek.py_function(print_values, [o for o, slot in zip(objects, slots) if slot], [])
 
 
 BUILTINS: dict = {

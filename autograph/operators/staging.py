@@ -17,9 +17,11 @@ read and written through the converter's get/set functions (`_Composites`).
 """
 from __future__ import annotations
 
+import eager as ek
+
 from .. import errors
 from . import loop_state, py_builtins
-from ._tensors import describe, ek, is_symbolic, is_tensor
+from ._tensors import describe, is_symbolic, is_tensor
 from .variables import Undefined, UndefinedReturnValue, is_undefined
 
 _COUNTER = "<iteration count>"
@@ -27,7 +29,7 @@ _COUNTER = "<iteration count>"
 
 def _to_tensor(x, like=None):
     """Python numbers/bools -> tensors (dtype of `like` if numeric); else x."""
-    e = ek()
+    e = ek
     if isinstance(x, bool):
         return e.constant(x)
     if isinstance(x, (int, float)):
@@ -75,7 +77,7 @@ class _Composites:
 
 # --- if -------------------------------------------------------------------
 def staged_if(test, body, orelse, inputs: tuple, names: tuple, state_fns=None) -> tuple:
-    e = ek()
+    e = ek
     comp = _Composites(state_fns)
     n_explicit = len(names)
     names = tuple(names) + comp.names
@@ -131,7 +133,7 @@ def staged_if(test, body, orelse, inputs: tuple, names: tuple, state_fns=None) -
 def verify_condition(cond, tag: str):
     """A staged condition must be a bool scalar (TF's `_verify_tf_condition`):
     ValueError otherwise; a bool tensor with one element becomes a scalar."""
-    e = ek()
+    e = ek
     hint = "; to check for None, use `is not None`"
     if cond.dtype != e.bool:
         raise errors.bad_condition(tag, describe_tensor(cond),
@@ -159,7 +161,7 @@ def _branch_value(name: str, value, label: str):
     """Leaves made tensors; a None leaf is an error (TF's message)."""
     if value is None and name.startswith("retval_"):
         return value      # checked against the other branch (return statements)
-    nest = ek().nest
+    nest = ek.nest
 
     def leaf(path, v):
         if v is None:
@@ -173,7 +175,7 @@ def _branch_value(name: str, value, label: str):
 def _check_branches(main: list, alt: list, names: tuple, drop: set) -> None:
     """Both branches traced: same nested structure and dtypes for every
     output (TF's `_verify_tf_cond_vars`)."""
-    nest = ek().nest
+    nest = ek.nest
     for i, (a, b) in enumerate(zip(main, alt)):
         if i in drop:
             continue
@@ -188,7 +190,7 @@ def _check_branches(main: list, alt: list, names: tuple, drop: set) -> None:
 
 # --- while ----------------------------------------------------------------
 def staged_while(test, body, init: tuple, names: tuple, opts: dict, state_fns=None) -> tuple:
-    e = ek()
+    e = ek
     comp = _Composites(state_fns)
     k = len(init)
     init, names = tuple(init) + comp.initial, tuple(names) + comp.names
@@ -263,7 +265,7 @@ def staged_while(test, body, init: tuple, names: tuple, opts: dict, state_fns=No
 
 def _runtime_check(pred, message: str) -> None:
     """A check that fails when the graph runs (eager: fails now)."""
-    debugging = getattr(ek(), "debugging", None)
+    debugging = getattr(ek, "debugging", None)
     if debugging is not None and hasattr(debugging, "Assert"):
         debugging.Assert(pred, [message])
     elif debugging is not None and hasattr(debugging, "assert_equal"):
@@ -285,7 +287,7 @@ def as_staged_iterable(x):
 
 def staged_for(staged, extra_test, body, init: tuple, names: tuple, opts: dict,
                state_fns=None) -> tuple:
-    e = ek()
+    e = ek
     n = staged.length
     if isinstance(n, int) and n <= 0:
         # Statically empty (e.g. a tensor of shape (0, ...)): the body never

@@ -13,7 +13,7 @@ of a control-flow block, as TF's `_get_block_composite_vars` does: their
 support names are defined before the block and not reassigned in it (else
 the block's own variable carries the whole object, or the composite means a
 different location on each iteration), and a composite whose prefix is also
-state is covered by it.  Imports gast and the pyct toolkit only.
+state is covered by it.  Imports gast and `autograph.pyct` only.
 """
 from __future__ import annotations
 

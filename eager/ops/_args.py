@@ -14,22 +14,25 @@
   elements: checked on the output's static shape before computing).
 - `check_same_dtypes(opname, arrays)`: kernel-side dtype agreement check.
 
-Never reads the value of a symbolic tensor.  Imports eager core modules only.
+Never reads the value of a symbolic tensor.  Imports the eager core, conversion and the
+primitives it stacks with (`_pack`, `cast`).
 """
 from __future__ import annotations
 
-import math
 import operator
 
 import numpy as np
 
 from .. import context as _context
 from ..convert import constant, convert_to_tensor, holds_tensor
-from ..dtypes import int32, int64
+from ..dispatch import execute
+from ..dtypes import as_dtype, int32, int64
 from ..errors import InvalidArgumentError
-from ..fp_semantics import ignoring
 from ..shape import brief_repr
 from ..tensor import Tensor
+from ._fold import FOLD_LIMIT, fold  # noqa: F401 - re-exported: the shape ops import them with their other helpers
+from ._pack import PACK
+from .casting import cast
 
 EMPTY: dict = {}
 _ctx_state = _context._state
@@ -78,9 +81,6 @@ def int_input(value, what: str = "axis", opname: str = "op") -> Tensor:
 
 def pack_ints(values, what: str = "indices", opname: str = "op") -> Tensor:
     """Stack a list of Python ints and scalar int tensors into a 1-D int tensor (int64 if any is)."""
-    from ..dispatch import execute
-    from .array import PACK
-    from .math import cast
     ts = [convert_to_tensor(v) if _is_tensorish(v) else None for v in values]
     wide = any(t is not None and t.dtype is int64 for t in ts)
     dt = int64 if wide else int32
@@ -116,33 +116,6 @@ def norm_axis(axis: int, rank, opname: str = "op", what: str = "axis") -> int:
     return axis % rank
 
 
-FOLD_LIMIT = 4096      # elements: inference computes values no bigger than this, inputs and output alike
-
-
-def fold(kernel, specs, attrs=EMPTY, limit: int = FOLD_LIMIT, *, shape):
-    """Run `kernel` on the inputs' known constant values; None if unknown, failing or too big.
-
-    `shape` is the output's static shape, checked BEFORE anything is computed: when a dimension is unknown
-    or the output (or the inputs) would exceed `limit` elements, nothing is folded (a tiny GraphDef may
-    declare `Range(0, 3e8)` or a huge `Tile`: inference must not compute it; the op runs at run time)."""
-    if shape is None or any(d is None for d in shape) or math.prod(shape) > limit:
-        return None
-    vals = []
-    total = 0
-    for s in specs:
-        v = s.value
-        if v is None:
-            return None
-        total += np.size(v)
-        vals.append(v)
-    if total > limit:
-        return None
-    try:
-        with ignoring():
-            return kernel(*vals, **attrs)
-    except Exception:  # the error is reported when the op runs
-        return None
-
 
 def value_ints(spec):
     """The known value of an integer spec as a list of Python ints, or None."""
@@ -169,7 +142,6 @@ def check_same_dtypes(opname: str, arrays, what: str = "inputs") -> None:
 
 
 def _dt(npdtype) -> str:
-    from ..dtypes import as_dtype
     try:
         return as_dtype(npdtype).name
     except TypeError:

@@ -6,7 +6,8 @@
   dtype), check dtypes agree (no silent promotion: `InvalidArgumentError`
   naming the op and both dtypes), and dispatch.
 - `as_attr_tuple`: normalise shape/axis arguments given as lists or tensors.
-- `sum_to_like(g, x)`: reduce a broadcast gradient back to `x`'s shape.
+- `sum_to_shape(g, shape)`: the NumPy reduction of a broadcast gradient (the
+  `SumToLike` op and `sum_to_like` sit in `array.py`, next to BroadcastTo).
 """
 from __future__ import annotations
 
@@ -219,11 +220,7 @@ def as_attr_tuple(value, what="shape", opname=None):
 _INT64_LIMIT = 2 ** 63
 
 
-# ---------------------------------------------------------------- broadcasting gradient
-def _sum_to_like_kernel(g, x):
-    return sum_to_shape(g, np.shape(x))
-
-
+# ---------------------------------------------------------------- broadcasting gradient (kernel side)
 def sum_to_shape(g, shape):
     """Sum array `g` over the axes along which an array of `shape` was broadcast."""
     gshape = np.shape(g)
@@ -233,29 +230,6 @@ def sum_to_shape(g, shape):
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
     r = np.add.reduce(g, axis=axes, keepdims=True, dtype=g.dtype) if axes else g
     return np.asarray(r).reshape(shape)
-
-
-def _grad_sum_to_like(op, dy):
-    from .array import broadcast_to, shape as shape_of
-    return [broadcast_to(dy, shape_of(op.inputs[0])), None]
-
-
-SUM_TO_LIKE = op("SumToLike", _sum_to_like_kernel,
-                 lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
-                 _grad_sum_to_like,
-                 doc="Reduce a broadcast gradient (input 0) to the shape of input 1.")
-
-
-def sum_to_like(g, x):
-    """`g` summed back to the shape of `x` (identity when the static shapes already agree)."""
-    if not (g._is_symbolic or x._is_symbolic):
-        if g._value.shape == x._value.shape:      # eager fast path: no TensorShape objects
-            return g
-        return execute(SUM_TO_LIKE, (g, x), EMPTY)
-    gs, xs = g.shape, x.shape
-    if gs.is_fully_defined() and gs == xs:
-        return g
-    return execute(SUM_TO_LIKE, (g, x), EMPTY)
 
 
 def is_known_zero(t) -> bool:

@@ -1,5 +1,8 @@
 """Shape and creation ops: shape/size/rank, reshape, broadcast_to, zeros/ones...
 
+`sum_to_like(g, x)` (the `SumToLike` op) reduces a broadcast gradient back to
+`x`'s shape; it lives here because it and BroadcastTo are each other's gradient.
+
 Shape arguments given as Python lists become `int32` constant inputs (as in
 TensorFlow), so reshape checks its element count at run time, always: no
 optimizer may drop it (TensorFlow's reshape bug).
@@ -15,7 +18,9 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import int_input, static_int
-from ._define import EMPTY, as_attr_tuple, call_unary, infer_same
+from ._define import EMPTY, as_attr_tuple, call_unary, infer_same, sum_to_shape
+from ._pack import PACK, UNPACK, infer_pack
+from .casting import cast
 
 __all__ = ["shape", "size", "rank", "reshape", "broadcast_to", "zeros", "ones", "zeros_like", "ones_like",
            "fill", "stack", "unstack", "squeeze", "expand_dims"]
@@ -121,7 +126,6 @@ def _infer_broadcast_to(specs, attrs):
 
 
 def _g_broadcast_to(op, dy):
-    from ._define import sum_to_like
     return [sum_to_like(dy, op.inputs[0]), None]
 
 
@@ -131,6 +135,32 @@ BROADCAST_TO = op("BroadcastTo", lambda x, s: np.array(np.broadcast_to(x, tuple(
 
 def broadcast_to(input, shape, name=None):
     return execute(BROADCAST_TO, (convert_to_tensor(input), _shape_input(shape)), EMPTY, name)
+
+
+def _sum_to_like_kernel(g, x):
+    return sum_to_shape(g, np.shape(x))
+
+
+def _grad_sum_to_like(op, dy):
+    return [broadcast_to(dy, shape(op.inputs[0])), None]
+
+
+SUM_TO_LIKE = op("SumToLike", _sum_to_like_kernel,
+                 lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
+                 _grad_sum_to_like,
+                 doc="Reduce a broadcast gradient (input 0) to the shape of input 1.")
+
+
+def sum_to_like(g, x):
+    """`g` summed back to the shape of `x` (identity when the static shapes already agree)."""
+    if not (g._is_symbolic or x._is_symbolic):
+        if g._value.shape == x._value.shape:      # eager fast path: no TensorShape objects
+            return g
+        return execute(SUM_TO_LIKE, (g, x), EMPTY)
+    gs, xs = g.shape, x.shape
+    if gs.is_fully_defined() and gs == xs:
+        return g
+    return execute(SUM_TO_LIKE, (g, x), EMPTY)
 
 
 # ------------------------------------------------------------------ creation
@@ -186,7 +216,6 @@ def zeros_like(input, dtype=None, name=None):
     t = convert_to_tensor(input)
     out = call_unary(ZEROS_LIKE, t, name)
     if dtype is not None:
-        from .math import cast
         out = cast(out, dtype)
     return out
 
@@ -195,51 +224,11 @@ def ones_like(input, dtype=None, name=None):
     t = convert_to_tensor(input)
     out = call_unary(ONES_LIKE, t, name)
     if dtype is not None:
-        from .math import cast
         out = cast(out, dtype)
     return out
 
 
 # ------------------------------------------------------------------ stack / squeeze / expand_dims
-def _infer_pack(specs, attrs):
-    axis = attrs["axis"]
-    shape = specs[0].shape
-    for s in specs[1:]:
-        if s.dtype is not specs[0].dtype:
-            raise InvalidArgumentError(f"Pack: all inputs must have the same dtype, got {specs[0].dtype.name} and "
-                                       f"{s.dtype.name}", op_name="Pack")
-        if shape is not None and s.shape is not None:
-            if len(shape) != len(s.shape) or any(a is not None and b is not None and a != b
-                                                 for a, b in zip(shape, s.shape)):
-                raise InvalidArgumentError(f"Pack: all inputs must have the same shape, got {list(shape)} and "
-                                           f"{list(s.shape)}", op_name="Pack")
-    if shape is None:
-        return [Spec(None, specs[0].dtype)]
-    r = len(shape) + 1
-    a = axis % r
-    from ._args import fold  # small constant stacks (shape arithmetic) keep a static value
-    out = tuple(shape[:a]) + (len(specs),) + tuple(shape[a:])
-    return [Spec(out, specs[0].dtype, fold(PACK.kernel, specs, attrs, limit=64, shape=out))]
-
-
-def _g_pack(op, dy):
-    return list(unstack(dy, num=len(op.inputs), axis=op.get_attr("axis")))
-
-
-def _pack0(*xs):
-    """Pack along axis 0; 0-d numeric inputs (index vectors, shapes) take one `np.array` call, not `np.stack`."""
-    for x in xs:
-        if getattr(x, "ndim", 1):
-            return np.stack(xs, axis=0)
-    if xs and xs[0].dtype.kind in "biuf":
-        return np.array(xs)          # inputs share one dtype (inference checks it): the result has it too
-    return np.stack(xs, axis=0)
-
-
-PACK = op("Pack", lambda *xs, axis: _pack0(*xs) if axis == 0 else np.stack(xs, axis=axis), _infer_pack, _g_pack,
-          extra={"specialize": lambda attrs: _pack0 if attrs["axis"] == 0 else None})
-
-
 def stack(values, axis=0, name=None):
     axis = static_int(axis, "axis", "Pack")
     if axis == 0 and isinstance(values, Tensor):
@@ -249,28 +238,8 @@ def stack(values, axis=0, name=None):
     ts = [convert_to_tensor(v) for v in values]
     if not ts:
         raise InvalidArgumentError("stack: needs at least one tensor", op_name="Pack")
-    _infer_pack([Spec(t.shape.dims, t.dtype) for t in ts], {"axis": axis})
+    infer_pack([Spec(t.shape.dims, t.dtype) for t in ts], {"axis": axis})
     return execute(PACK, tuple(ts), {"axis": int(axis)}, name)
-
-
-def _infer_unpack(specs, attrs):
-    s = specs[0].shape
-    axis, num = attrs["axis"], attrs["num"]
-    if s is None:
-        return [Spec(None, specs[0].dtype) for _ in range(num)]
-    a = axis % len(s)
-    return [Spec(tuple(s[:a]) + tuple(s[a + 1:]), specs[0].dtype) for _ in range(num)]
-
-
-def _unpack_kernel(x, axis, num):
-    if x.shape[axis] != num:
-        raise InvalidArgumentError(f"Unpack: dimension {axis} has size {x.shape[axis]}, expected {num}",
-                                   op_name="Unpack")
-    return tuple(np.array(p) for p in np.moveaxis(x, axis, 0))
-
-
-UNPACK = op("Unpack", _unpack_kernel, _infer_unpack, lambda op, *dys: [stack(list(dys), axis=op.get_attr("axis"))],
-            num_outputs=-1)
 
 
 def unstack(value, num=None, axis=0, name=None):

@@ -23,6 +23,10 @@ from ..errors import InvalidArgumentError, UnimplementedError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import check_same_dtypes, static_int
+from .array import expand_dims, ones_like, shape, sum_to_like
+from .indexing import getitem
+from .linalg import eye
+from .math import multiply
 
 __all__ = ["einsum", "tensordot"]
 
@@ -114,11 +118,6 @@ def _infer_einsum(specs, attrs):
 
 
 def _operand_grad(eq, i, inputs, dy):
-    from .array import expand_dims, ones_like, shape
-    from .creation import eye
-    from .indexing import getitem
-    from .math import multiply
-    from ._define import sum_to_like
     lhs, out = eq.split("->")
     ins = lhs.split(",")
     s, x = ins[i], inputs[i]

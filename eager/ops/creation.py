@@ -1,5 +1,5 @@
-"""Creation ops: range, linspace, eye, one_hot (TensorFlow op types `Range LinSpace
-OneHot`; `eye` is a composite, as in TensorFlow).
+"""Creation ops: range, linspace, one_hot (TensorFlow op types `Range LinSpace
+OneHot`; `eye`, a composite over `range`, is in `linalg.py`, as TensorFlow's is).
 
 `range` infers its dtype like TensorFlow: the widest of its arguments in the
 order int32 < int64 < float32 < float64 (Python ints are int32, floats
@@ -23,8 +23,11 @@ from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import EMPTY, fold, int_input, norm_axis, static_int, value_ints
 from ._define import broadcast_shapes
+from .array import reshape, sum_to_like
+from .math import cast, divide, maximum, multiply, subtract
+from .reduction import reduce_sum
 
-__all__ = ["range", "linspace", "eye", "one_hot"]
+__all__ = ["range", "linspace", "one_hot"]
 
 _brange = builtins.range
 _RANGE_ORDER = (int32, int64, float32, float64)
@@ -90,7 +93,6 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
         vals = [np.asarray(a).astype(dt.as_numpy_dtype) for a in args]
         _range_check(*vals)
         return constant(np.arange(*vals, dtype=dt.as_numpy_dtype), name=None if name == "range" else name)
-    from .math import cast
     ts = [cast(convert_to_tensor(a), dt) if isinstance(a, Tensor) or hasattr(a, "_to_tensor")
           else constant(a, dt) for a in args]
     return execute(RANGE, tuple(ts), EMPTY, None if name == "range" else name)
@@ -116,10 +118,6 @@ def _infer_linspace(specs, attrs):
 
 
 def _g_linspace(op, dy):
-    from .array import reshape
-    from .math import cast, divide, maximum, multiply, subtract
-    from .reduction import reduce_sum
-    from ._define import sum_to_like
     start, stop, num = op.inputs
     ax = op.get_attr("axis")
     r = dy.shape.rank
@@ -154,41 +152,6 @@ def linspace(start, stop, num, name=None, axis=0):
     if shape is not None:
         ax = norm_axis(ax, len(shape) + 1, "LinSpace")
     return execute(LINSPACE, (a, b, n), {"axis": ax}, name)
-
-
-# ------------------------------------------------------------------ eye
-def _is_static(v):
-    return v is None or (isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool))
-
-
-def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
-    """Identity matrix [num_rows, num_columns] (optionally with leading `batch_shape`)."""
-    dt = as_dtype(dtype)
-    static_batch = batch_shape is None or (isinstance(batch_shape, (list, tuple)) and all(
-        _is_static(d) and d is not None for d in batch_shape))
-    if _is_static(num_rows) and _is_static(num_columns) and static_batch:
-        n = int(num_rows)
-        m = n if num_columns is None else int(num_columns)
-        if n < 0 or m < 0:
-            raise InvalidArgumentError(f"eye: num_rows and num_columns must be non-negative, got {n} and {m}",
-                                       op_name="eye")
-        e = np.eye(n, m, dtype=dt.as_numpy_dtype)
-        if batch_shape:
-            e = np.broadcast_to(e, tuple(int(d) for d in batch_shape) + (n, m)).copy()
-        return constant(e, name=name)
-    from .array import broadcast_to, expand_dims
-    from .manipulation import concat
-    from .math import cast, equal
-    n_t = int_input(num_rows, "num_rows", "eye")
-    m_t = n_t if num_columns is None else int_input(num_columns, "num_columns", "eye")
-    rows = range(n_t, dtype=n_t.dtype)
-    cols = range(m_t, dtype=n_t.dtype)
-    e = cast(equal(expand_dims(rows, 1), expand_dims(cols, 0)), dt)
-    if batch_shape is not None:
-        from .array import stack
-        bs = int_input(batch_shape, "batch_shape", "eye")
-        e = broadcast_to(e, concat([bs, cast(stack([n_t, m_t]), bs.dtype)], 0))
-    return e
 
 
 # ------------------------------------------------------------------ one_hot

@@ -1,13 +1,12 @@
-"""Index-driven selection: gather, gather_nd, scatter_nd, where, boolean_mask.
+"""Index-driven selection: gather, gather_nd, scatter_nd, where (`boolean_mask`: `indexing.py`).
 
 TensorFlow op types `GatherV2 GatherNd ScatterNd SelectV2 Where`, plus the
 gradient helper `GatherGrad` (scatter-add into zeros shaped like the params;
 TensorFlow uses IndexedSlices for this, which graphjit does not have).
 Indices are checked against the gathered dimension (TensorFlow's CPU behaviour:
 an out-of-range index is an `InvalidArgumentError`, never a silent wrap).
-`Where` (one argument) and `boolean_mask` have data-dependent output sizes:
-inference gives those dims as None.  `boolean_mask` is a composite of
-`Where`, `Reshape` and `GatherV2`, as in TensorFlow, so its gradient is free.
+`Where` (one argument) has a data-dependent output size: inference gives that
+dim as None.
 """
 from __future__ import annotations
 
@@ -20,9 +19,10 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import EMPTY, fold, int_input, norm_axis, static_int, value_ints
-from ._define import broadcast_shapes, sum_to_like
+from ._define import broadcast_shapes
+from .array import shape, sum_to_like, zeros_like
 
-__all__ = ["gather", "gather_nd", "scatter_nd", "where", "boolean_mask"]
+__all__ = ["gather", "gather_nd", "scatter_nd", "where"]
 
 
 # ------------------------------------------------------------------ GatherV2
@@ -233,7 +233,6 @@ SCATTER_ND = op("ScatterNd", _scatter_nd_kernel, _infer_scatter_nd,
 
 
 def _shape_of(x, like):
-    from .array import shape
     return shape(x, out_type=like.dtype)
 
 
@@ -272,7 +271,6 @@ def _infer_select(specs, attrs):
 
 
 def _g_select(op, dy):
-    from .array import zeros_like
     c, x, y = op.inputs
     z = zeros_like(dy)
     return [None, sum_to_like(execute(SELECT, (c, dy, z), EMPTY), x),
@@ -308,45 +306,3 @@ def where(condition, x=None, y=None, name=None):
                                    f"{y.dtype.name} {y.shape}", op_name="SelectV2")
     broadcast_shapes(broadcast_shapes(c.shape.dims, x.shape.dims, "SelectV2"), y.shape.dims, "SelectV2")
     return execute(SELECT, (c, x, y), EMPTY, name)
-
-
-# ------------------------------------------------------------------ boolean_mask
-def boolean_mask(tensor, mask, axis=None, name=None):
-    """Entries of `tensor` where `mask` is true; mask covers dims axis..axis+k-1 and they collapse into one."""
-    from .array import reshape, shape
-    from .reduction import reduce_prod
-    from .manipulation import concat
-    from .indexing import getitem
-    t = tensor if isinstance(tensor, Tensor) else convert_to_tensor(tensor)
-    m = mask if isinstance(mask, Tensor) else convert_to_tensor(mask)
-    if m.dtype is not bool_:
-        raise InvalidArgumentError(f"boolean_mask: mask must be a bool tensor, got {m.dtype.name}",
-                                   op_name="boolean_mask")
-    k = m.shape.rank
-    if k is None:
-        raise ValueError("boolean_mask: the number of mask dimensions must be known statically")
-    if k == 0:
-        raise ValueError("boolean_mask: mask cannot be a scalar")
-    a = 0 if axis is None else static_int(axis, "axis", "boolean_mask")
-    r = t.shape.rank
-    if r is not None:
-        a = norm_axis(a, r, "boolean_mask")
-        if a + k > r:
-            raise ValueError(f"boolean_mask: mask of shape {m.shape} does not fit tensor of shape {t.shape} at "
-                             f"axis {a}")
-        covered = t.shape[a:a + k]
-        if not covered.is_compatible_with(m.shape):
-            raise ValueError(f"boolean_mask: mask shape {m.shape} is incompatible with dimensions {a}..{a + k - 1} "
-                             f"{covered} of the tensor (shape {t.shape})")
-    if k > 1:
-        dims = t.shape.dims
-        if dims is not None and None not in dims:
-            t = reshape(t, list(dims[:a]) + [-1] + list(dims[a + k:]))
-        else:
-            st = shape(t)
-            t = reshape(t, concat([getitem(st, slice(None, a)), reduce_prod(getitem(st, slice(a, a + k)),
-                                                                            keepdims=True),
-                                   getitem(st, slice(a + k, None))], 0))
-        m = reshape(m, [-1])
-    idx = reshape(execute(WHERE, (m,), EMPTY), [-1])
-    return gather(t, idx, axis=a, name=name)

@@ -8,7 +8,9 @@ so `x[i]` with a symbolic `i` builds a graph); the five bit masks are attrs.
 A list key is read as a tuple (TensorFlow's rule: `x[[0, 1]]` is `x[0, 1]`).
 A bool tensor or array as the whole key is `boolean_mask`; an integer tensor or
 array of rank >= 1 as the whole key is `gather` along axis 0 (TensorFlow
-rejects it; we accept it, NumPy-style).  The gradient scatters into zeros
+rejects it; we accept it, NumPy-style).  `boolean_mask` (a composite of `Where`,
+`Reshape` and `GatherV2`, as in TensorFlow, so its gradient is free) is here,
+above `gather.py`, because a bool key needs it.  The gradient scatters into zeros
 (`StridedSliceGrad`), whose own gradient is a strided slice again.
 """
 from __future__ import annotations
@@ -23,9 +25,14 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._args import fold, int_const, int_input, pack_ints, value_ints, vector_len
+from ..dtypes import bool_
+from ._args import EMPTY, fold, int_const, int_input, norm_axis, pack_ints, static_int, value_ints, vector_len
+from .array import reshape, shape
+from .gather import WHERE, gather
+from .manipulation import concat
+from .reduction import reduce_prod
 
-__all__ = ["strided_slice"]
+__all__ = ["strided_slice", "boolean_mask"]
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 _bslice = builtins.slice
@@ -152,7 +159,6 @@ def _infer_ss(specs, attrs):
 
 
 def _g_ss(op, dy):
-    from .array import shape
     x, b, e, s = op.inputs
     attrs = {k: op.get_attr(k) for k in _MASKS}
     return [execute(STRIDED_SLICE_GRAD, (shape(x, out_type=b.dtype), b, e, s, dy), attrs), None, None, None]
@@ -228,18 +234,14 @@ def _whole_key(t, key):
     if isinstance(key, Tensor) or hasattr(key, "_to_tensor"):
         k = convert_to_tensor(key)
         if k.dtype.is_bool:
-            from .gather import boolean_mask
             return boolean_mask(t, k)
         if k.dtype.is_integer and k.shape.rank != 0:
-            from .gather import gather
             return gather(t, k)
         return None
     if isinstance(key, np.ndarray):
         if key.dtype == np.bool_:
-            from .gather import boolean_mask
             return boolean_mask(t, convert_to_tensor(key))
         if key.dtype.kind in "iu" and key.ndim:
-            from .gather import gather
             return gather(t, convert_to_tensor(key))
     return None
 
@@ -332,3 +334,41 @@ def _parse_key(key):
         dt = np.int64 if wide else np.int32
         return (np.array(begin, dtype=dt), np.array(end, dtype=dt), np.array(strides, dtype=dt), None, masks)
     return begin, end, strides, wide, masks
+
+
+# ------------------------------------------------------------------ boolean_mask
+def boolean_mask(tensor, mask, axis=None, name=None):
+    """Entries of `tensor` where `mask` is true; mask covers dims axis..axis+k-1 and they collapse into one."""
+    t = tensor if isinstance(tensor, Tensor) else convert_to_tensor(tensor)
+    m = mask if isinstance(mask, Tensor) else convert_to_tensor(mask)
+    if m.dtype is not bool_:
+        raise InvalidArgumentError(f"boolean_mask: mask must be a bool tensor, got {m.dtype.name}",
+                                   op_name="boolean_mask")
+    k = m.shape.rank
+    if k is None:
+        raise ValueError("boolean_mask: the number of mask dimensions must be known statically")
+    if k == 0:
+        raise ValueError("boolean_mask: mask cannot be a scalar")
+    a = 0 if axis is None else static_int(axis, "axis", "boolean_mask")
+    r = t.shape.rank
+    if r is not None:
+        a = norm_axis(a, r, "boolean_mask")
+        if a + k > r:
+            raise ValueError(f"boolean_mask: mask of shape {m.shape} does not fit tensor of shape {t.shape} at "
+                             f"axis {a}")
+        covered = t.shape[a:a + k]
+        if not covered.is_compatible_with(m.shape):
+            raise ValueError(f"boolean_mask: mask shape {m.shape} is incompatible with dimensions {a}..{a + k - 1} "
+                             f"{covered} of the tensor (shape {t.shape})")
+    if k > 1:
+        dims = t.shape.dims
+        if dims is not None and None not in dims:
+            t = reshape(t, list(dims[:a]) + [-1] + list(dims[a + k:]))
+        else:
+            st = shape(t)
+            t = reshape(t, concat([getitem(st, _bslice(None, a)), reduce_prod(getitem(st, _bslice(a, a + k)),
+                                                                            keepdims=True),
+                                   getitem(st, _bslice(a + k, None))], 0))
+        m = reshape(m, [-1])
+    idx = reshape(execute(WHERE, (m,), EMPTY), [-1])
+    return gather(t, idx, axis=a, name=name)

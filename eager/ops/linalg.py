@@ -1,4 +1,4 @@
-"""MatMul, AddN and ClipByValue: the non-elementwise arithmetic primitives.
+"""MatMul, AddN and ClipByValue: the non-elementwise arithmetic primitives; `eye`.
 
 Same conventions as `math.py` (one declaration per primitive, gradients
 written with public ops).  The MatMul gradient skips the inputs listed in
@@ -7,17 +7,24 @@ eager MLP step does not compute d(loss)/d(data).
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ..convert import convert_to_tensor, operand
+from ..convert import constant, convert_to_tensor, operand
 from ..dispatch import execute
+from ..dtypes import as_dtype, float32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import EMPTY, broadcast_shapes, check_same_dtype, sum_to_like
-from .math import cast, greater, greater_equal, less, less_equal, logical_and, multiply
+from ._args import int_input
+from ._define import EMPTY, broadcast_shapes, check_same_dtype
+from .array import broadcast_to, expand_dims, stack, sum_to_like
+from .creation import range as range_
+from .manipulation import concat
+from .math import cast, equal, greater, greater_equal, less, less_equal, logical_and, multiply
 
-__all__ = ["matmul", "add_n", "clip_by_value"]
+__all__ = ["matmul", "add_n", "clip_by_value", "eye"]
 
 
 # ------------------------------------------------------------------ matmul
@@ -143,3 +150,34 @@ def clip_by_value(t, clip_value_min, clip_value_max, name=None):
     check_same_dtype(CLIP, t, lo)
     check_same_dtype(CLIP, t, hi)
     return execute(CLIP, (t, lo, hi), EMPTY, name)
+
+
+# ------------------------------------------------------------------ eye
+def _is_static(v):
+    return v is None or (isinstance(v, (numbers.Integral, np.integer)) and not isinstance(v, bool))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=float32, name=None):
+    """Identity matrix [num_rows, num_columns] (optionally with leading `batch_shape`)."""
+    dt = as_dtype(dtype)
+    static_batch = batch_shape is None or (isinstance(batch_shape, (list, tuple)) and all(
+        _is_static(d) and d is not None for d in batch_shape))
+    if _is_static(num_rows) and _is_static(num_columns) and static_batch:
+        n = int(num_rows)
+        m = n if num_columns is None else int(num_columns)
+        if n < 0 or m < 0:
+            raise InvalidArgumentError(f"eye: num_rows and num_columns must be non-negative, got {n} and {m}",
+                                       op_name="eye")
+        e = np.eye(n, m, dtype=dt.as_numpy_dtype)
+        if batch_shape:
+            e = np.broadcast_to(e, tuple(int(d) for d in batch_shape) + (n, m)).copy()
+        return constant(e, name=name)
+    n_t = int_input(num_rows, "num_rows", "eye")
+    m_t = n_t if num_columns is None else int_input(num_columns, "num_columns", "eye")
+    rows = range_(n_t, dtype=n_t.dtype)
+    cols = range_(m_t, dtype=n_t.dtype)
+    e = cast(equal(expand_dims(rows, 1), expand_dims(cols, 0)), dt)
+    if batch_shape is not None:
+        bs = int_input(batch_shape, "batch_shape", "eye")
+        e = broadcast_to(e, concat([bs, cast(stack([n_t, m_t]), bs.dtype)], 0))
+    return e

@@ -18,6 +18,10 @@ from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import (EMPTY, check_same_dtypes, fold, int_input, merge_dim, norm_axis, static_int, value_ints,
                     vector_len)
+from .array import rank, shape
+from .constant import identity
+from .creation import range as range_
+from .padding import slice as slice_
 
 __all__ = ["transpose", "invert_permutation", "concat", "split", "reverse"]
 
@@ -77,8 +81,6 @@ def transpose(a, perm=None, conjugate=False, name=None):
     if perm is None:
         r = a.shape.rank
         if r is None:
-            from .array import rank
-            from .creation import range as range_
             perm_t = range_(rank(a) - 1, -1, -1)
         else:
             perm_t = int_input(list(range(r - 1, -1, -1)))
@@ -141,8 +143,6 @@ def _infer_concat(specs, attrs):
 
 
 def _g_concat(op, dy):
-    from .array import shape
-    from .padding import slice as slice_
     xs = op.inputs[:-1]
     if len(xs) == 1:
         return [dy, None]
@@ -185,7 +185,6 @@ def concat(values, axis, name=None):
         ts = [operand(v, like) for v in vals]
     ax = int_input(axis, "axis", "ConcatV2")
     if len(ts) == 1:
-        from .constant import identity
         return identity(ts[0], name=name)
     return execute(CONCAT, (*ts, ax), EMPTY, name)
 

@@ -13,12 +13,14 @@ import numpy as np
 
 from ..convert import convert_to_tensor
 from ..dispatch import execute
-from ..dtypes import as_dtype, bool_, float32, float64, string
+from ..dtypes import bool_, float32, float64, string
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import (EMPTY, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool, infer_same,
-                      infer_same_float, infer_same_numeric, make_infer_broadcast, sum_to_like)
+from ._define import (EMPTY, binary_operands, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool,
+                      infer_same, infer_same_float, infer_same_numeric, make_infer_broadcast)
+from .array import sum_to_like
+from .casting import CAST, cast  # noqa: F401 - public here too (`eager.cast`), declared below for array.py
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
@@ -158,7 +160,6 @@ def multiply(x, y, name=None):
 
 
 def _float_for_division(x, y):
-    from ._define import binary_operands
     x, y = binary_operands(REALDIV, x, y)
     if x.dtype.is_integer:
         target = float32 if x.dtype.name in ("int8", "int16", "uint8") else float64
@@ -396,28 +397,3 @@ def logical_not(x, name=None):
     _check_bool(LOGICAL_NOT, x)
     return execute(LOGICAL_NOT, (x,), EMPTY, name)
 
-
-# ------------------------------------------------------------------ cast
-def _cast_kernel(x, dtype):
-    return np.asarray(x).astype(dtype.as_numpy_dtype)
-
-
-def _g_cast(op, dy):
-    src = op.inputs[0].dtype
-    if src.is_floating and dy.dtype.is_floating:
-        return [cast(dy, src)]
-    return [None]
-
-
-CAST = op("Cast", _cast_kernel, lambda s, a: [Spec(s[0].shape, a["dtype"])], _g_cast, elementwise=True)
-
-
-def cast(x, dtype, name=None):
-    """Convert `x` to `dtype` (floats to ints truncate toward zero, like TensorFlow)."""
-    dt = as_dtype(dtype)
-    x = convert_to_tensor(x)
-    if x.dtype is dt:
-        return x
-    if dt.is_string or x.dtype.is_string:
-        raise InvalidArgumentError(f"Cast: cannot cast {x.dtype.name} to {dt.name}", op_name="Cast")
-    return execute(CAST, (x,), {"dtype": dt}, name)

@@ -24,9 +24,10 @@ from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
+from . import random as _random
 from ._args import static_int
-from ._define import EMPTY, infer_same, infer_same_float, is_known_zero, normalize_axis, sum_to_like
-from .array import expand_dims
+from ._define import EMPTY, infer_same, infer_same_float, is_known_zero, normalize_axis
+from .array import expand_dims, shape as shape_of, sum_to_like
 from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, minimum, multiply, negative,
                    reciprocal, sigmoid, subtract, tanh)
 from .nn_conv import conv2d, conv2d_transpose
@@ -401,8 +402,6 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     Draws fresh randomness on every call (and on every run of a graph); `seed`
     follows `eager.random`'s seeding rules.
     """
-    from . import random as _random
-    from .array import shape as shape_of
     x = _float_tensor("dropout", x, "x")
     if isinstance(rate, numbers.Real) and not isinstance(rate, bool):
         if not 0 <= rate < 1:

@@ -19,6 +19,8 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import EMPTY, fold, int_const, int_input, value_ints
+from .array import shape, stack, unstack
+from .math import subtract
 
 __all__ = ["tile", "pad", "slice"]
 
@@ -155,9 +157,7 @@ def _infer_mirror_pad_grad(specs, attrs):
 
 
 def _g_pad(op, dy):
-    from .array import shape
-    from .indexing import getitem
-    begin = getitem(op.inputs[1], (_bslice(None), 0))
+    begin = unstack(op.inputs[1], num=2, axis=1)[0]     # the paddings' first column: where `dy` starts
     return [slice(dy, begin, shape(op.inputs[0], out_type=begin.dtype))] + [None] * (len(op.inputs) - 1)
 
 
@@ -230,8 +230,6 @@ def _infer_slice(specs, attrs):
 
 
 def _g_slice(op, dy):
-    from .array import shape, stack
-    from .math import subtract
     x, begin = op.inputs[0], op.inputs[1]
     sx = shape(x, out_type=begin.dtype)
     after = subtract(subtract(sx, begin), shape(dy, out_type=begin.dtype))

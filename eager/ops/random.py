@@ -38,6 +38,8 @@ from ..registry import Spec, op
 from ..tensor import Tensor
 from ._args import int_input
 from ._define import as_attr_tuple
+from .array import stack
+from .math import add, multiply, subtract
 
 __all__ = ["set_seed", "get_global_seed", "normal", "uniform", "RandomState"]
 
@@ -189,7 +191,6 @@ def _shape_arg(shape, opname):
                                        f"{t.shape}", op_name=opname)
         return t
     if isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape):
-        from .array import stack
         return stack([convert_to_tensor(d, dtype=int32) if not isinstance(d, Tensor) else d for d in shape])
     dims = _check_size(as_attr_tuple(() if shape is None else shape, "shape", opname), opname)
     return int_input(list(dims), "shape", opname)         # int32, or int64 when a dim needs it
@@ -203,7 +204,6 @@ def _float_dtype(dtype, opname):
 
 
 def _affine(x, scale, shift, dt, scale_is_one, shift_is_zero):
-    from .math import add, multiply
     if not scale_is_one:
         x = multiply(x, scale if isinstance(scale, Tensor) else convert_to_tensor(scale, dtype=dt))
     if not shift_is_zero:
@@ -243,7 +243,6 @@ def uniform(shape, minval=0, maxval=None, dtype=float32, seed=None, name=None):
     x = execute(RANDOM_UNIFORM, (s,), {"dtype": dt, "state": _new_state(seed)}, name)
     if _is_const(minval, 0) and _is_const(maxval, 1):
         return x
-    from .math import subtract
     lo = minval if isinstance(minval, Tensor) else convert_to_tensor(minval, dtype=dt)
     hi = maxval if isinstance(maxval, Tensor) else convert_to_tensor(maxval, dtype=dt)
     return _affine(x, subtract(hi, lo), lo, dt, False, _is_const(minval, 0))

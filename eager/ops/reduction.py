@@ -18,6 +18,9 @@ from ..dtypes import bool_, int64, as_dtype
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._define import as_attr_tuple
+from .array import squeeze
+from .constant import stop_gradient
+from .math import add, cast, divide, equal, exp, log, multiply, subtract
 
 __all__ = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any",
            "reduce_all", "argmax", "argmin", "reduce_logsumexp"]
@@ -118,7 +121,6 @@ def _g_mean(op, dy):
 
 
 def _g_extreme(op, dy):
-    from .math import cast, equal, multiply, divide
     x, y = op.inputs[0], op.outputs[0]
     axis, keepdims = _axis_of(op), op.get_attr("keepdims")
     mask = cast(equal(x, reduce_grad(y, x, axis, keepdims)), dy.dtype)
@@ -127,7 +129,6 @@ def _g_extreme(op, dy):
 
 
 def _g_prod(op, dy):
-    from .math import multiply, divide
     x, y = op.inputs[0], op.outputs[0]
     axis, keepdims = _axis_of(op), op.get_attr("keepdims")
     return [multiply(reduce_grad(dy, x, axis, keepdims), divide(reduce_grad(y, x, axis, keepdims), x))]
@@ -300,13 +301,10 @@ def reduce_all(input_tensor, axis=None, keepdims=False, name=None):
 
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False, name=None):
     """log(sum(exp(x))) computed stably (composite)."""
-    from .math import add, exp, log, subtract
-    from .constant import stop_gradient
     m = stop_gradient(reduce_max(input_tensor, axis=axis, keepdims=True))
     s = reduce_sum(exp(subtract(input_tensor, m)), axis=axis, keepdims=True)
     out = add(log(s), m)
     if not keepdims:
-        from .array import squeeze
         out = squeeze(out, axis=as_attr_tuple(axis, "axis", "reduce_logsumexp") if axis is not None else None)
     return out
 

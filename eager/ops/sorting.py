@@ -20,7 +20,9 @@ from ..dtypes import int32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._args import EMPTY, int_input, norm_axis, static_int, value_ints
+from ._args import int_input, norm_axis, static_int, value_ints
+from .gather import GATHER_GRAD, gather
+from .manipulation import transpose
 
 __all__ = ["sort", "argsort", "top_k", "cumsum"]
 
@@ -70,8 +72,6 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False, name=None):
 
 def sort(values, axis=-1, direction="ASCENDING", name=None):
     """`values` sorted along `axis` (differentiable: the gradient follows the permutation)."""
-    from .gather import gather
-    from .manipulation import transpose
     x = values if isinstance(values, Tensor) else convert_to_tensor(values)
     a = _axis_for(x, axis, "Sort")
     desc = _direction(direction)
@@ -115,7 +115,6 @@ def _infer_top_k(specs, attrs):
 
 
 def _g_top_k(op, dvalues, dindices):
-    from .gather import GATHER_GRAD
     x = op.inputs[0]
     idx = op.outputs[1]
     return [execute(GATHER_GRAD, (dvalues, x, idx, int_input(-1)), {"batch_dims": -1}), None]

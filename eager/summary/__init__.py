@@ -22,6 +22,7 @@ from __future__ import annotations
 import types as _types
 
 from ..context import executing_eagerly
+from .graph_proto import to_tensorboard_graph_def
 from .ops import histogram, scalar
 from .writer import SummaryWriter, create_file_writer, default_writer, get_step, set_step
 
@@ -51,7 +52,6 @@ def graph(graph_data):
     writer = default_writer()
     if writer is None:
         return False
-    from .graph_proto import to_tensorboard_graph_def
     writer.write_graph(to_tensorboard_graph_def(g).SerializeToString())
     return True
 

@@ -32,6 +32,7 @@ _DT = {"float16": "DT_HALF", "float32": "DT_FLOAT", "float64": "DT_DOUBLE", "int
 
 
 def _protos():
+    # tensorboard is an optional extra: imported when a graph is first written, never by `import eager`
     from tensorboard.compat.proto import (attr_value_pb2, function_pb2, graph_pb2, node_def_pb2, op_def_pb2,
                                           tensor_shape_pb2, types_pb2, versions_pb2)
     from tensorboard.util import tensor_util

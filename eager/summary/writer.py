@@ -22,6 +22,10 @@ import os
 import threading
 import time
 
+import numpy as np
+
+from ..errors import InvalidArgumentError
+
 EXTRA_HINT = 'pip install "graphjit[tensorboard]" (or pip install tensorboard)'
 
 
@@ -36,7 +40,7 @@ _state = _State()
 
 def _event_modules():
     """(EventFileWriter, event_pb2, summary_pb2), or ImportError saying which extra to install."""
-    try:
+    try:     # tensorboard is an optional extra: imported by the first writer, never by `import eager`
         from tensorboard.compat.proto import event_pb2, summary_pb2
         from tensorboard.summary.writer.event_file_writer import EventFileWriter
     except ImportError as e:
@@ -121,10 +125,8 @@ class SummaryWriter:
 
         NaN or inf in `data` raise InvalidArgumentError naming the tag (TensorFlow's HistogramSummary does).
         """
-        import numpy as np
         flat = data.reshape(-1)
         if not np.all(np.isfinite(flat)):
-            from ..errors import InvalidArgumentError
             raise InvalidArgumentError(f"Nan or Inf in summary histogram for: {tag}", op_name="WriteHistogramSummary")
         if flat.size:
             lo, hi = float(flat.min()), float(flat.max())

@@ -32,5 +32,5 @@ def simulated_graph(monkeypatch):
         if hasattr(mod, "is_symbolic"):
             monkeypatch.setattr(mod, "is_symbolic", _sym)
         if hasattr(mod, "ek"):
-            monkeypatch.setattr(mod, "ek", lambda: proxy)
+            monkeypatch.setattr(mod, "ek", proxy)
     yield None

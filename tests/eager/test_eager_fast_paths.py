@@ -13,7 +13,7 @@ import pytest
 import eager as ek
 from eager import nest
 from eager.errors import InvalidArgumentError
-from eager.ops._define import sum_to_like
+from eager.ops.array import sum_to_like
 from eager.registry import lookup
 
 
