@@ -12,29 +12,31 @@ over an iterator, the iterator continues from where the loop stopped.
 """
 from __future__ import annotations
 
+import eager as ek
+
 from . import staging
-from ._tensors import _PLAIN, ek
+from ._tensors import _PLAIN
 
 
 def staged_source(x):
     """`(stream, state, iterator or None)` when `x` is a dataset or graph iterator to stage, else None."""
     if isinstance(x, _PLAIN) or not getattr(x, "_is_dataset", False) and type(x).__name__ != "GraphIterator":
         return None
-    e = ek()
+    e = ek
     if e.executing_eagerly():
         return None
     from eager import data
-    from eager.data import lowering
+    from eager.data import staged
     if isinstance(x, data.Dataset):
-        stream = lowering.stream_of(x)
+        stream = staged.stream_of(x)
         return stream, stream.init(e.constant(0, e.int64)), None
-    if isinstance(x, lowering.GraphIterator):
+    if isinstance(x, staged.GraphIterator):
         return x._stream, x._state, x
     return None
 
 
 def staged_dataset_for(source, extra_test, body, init: tuple, names: tuple, opts: dict, state_fns=None):
-    e = ek()
+    e = ek
     stream, state, iterator = source
     before = tuple(state)                 # the state before the element pulled ahead
     valid, element, state = stream.next(list(state))

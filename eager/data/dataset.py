@@ -16,7 +16,7 @@ from .. import nest
 from ..convert import convert_to_tensor
 from ..dtypes import int64
 from ..errors import OutOfRangeError
-from . import batching, functions, sources, structure, transforms
+from . import batching, functions, sources, staged, structure, transforms
 from .sources import INFINITE, UNKNOWN
 
 
@@ -147,9 +147,8 @@ class Dataset:
     # -- consumption ---------------------------------------------------------------
     def reduce(self, initial_state, reduce_func, name=None):
         """Fold the elements: `state = reduce_func(state, element)`, from `initial_state`."""
-        from . import lowering
         if not _context.executing_eagerly():
-            return lowering.staged_reduce(self, initial_state, reduce_func)
+            return staged.staged_reduce(self, initial_state, reduce_func)
         state = structure.normalize(initial_state, "reduce initial_state")
         fn = functions.StructuredFunction(reduce_func, (structure.spec_of(state), self.element_spec), "reduce")
         fn = _relaxed_reduce_function(fn, reduce_func, structure.spec_of(state), self.element_spec)
@@ -175,8 +174,7 @@ class Dataset:
     def __iter__(self):
         if _context.executing_eagerly():
             return Iterator(self)
-        from . import lowering
-        return lowering.GraphIterator(self)
+        return staged.GraphIterator(self)
 
     # -- inspection ----------------------------------------------------------------
     @property

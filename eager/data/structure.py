@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import nest
 from ..convert import convert_to_tensor
+from ..ops.array import zeros
 from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
 
@@ -122,7 +123,6 @@ def to_numpy(element):
 
 def zeros_for(spec):
     """A value of `spec` (unknown dimensions -> 0): the placeholder element of an exhausted stream."""
-    from ..ops.array import zeros
 
     def leaf(s):
         if isinstance(s, DatasetSpec):
