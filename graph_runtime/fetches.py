@@ -11,7 +11,8 @@ turns each leaf into a `ReturnItem`: a graph tensor or 'op:0' name -> its
 value; an Operation or 'op' name -> None (run for its effect); a Variable -> its
 value read after the run.  It returns the items, the ops to run as targets and
 a packer rebuilding the user's structure (None when the generated plan already
-returns the right container).
+returns the right container).  `pack_result` gives collected values that
+structure.
 
 Imports `eager` and sibling modules.
 """
@@ -103,6 +104,13 @@ def resolve_fetches(graph, fetches):
     template = fetches
     packer: Optional[Callable] = lambda out: nest.pack_sequence_as(template, out)
     return items, targets, "tuple", packer
+
+
+def pack_result(values: list, container: str, packer: Optional[Callable] = None):
+    """Fetched values (flat, in `resolve_fetches` order) in the structure the user fetched, for runners that
+    collect values themselves (partial runs, a cluster's tasks); a compiled plan returns its container."""
+    out = values[0] if container == "single" else tuple(values) if container == "tuple" else values
+    return out if packer is None else packer(out)
 
 
 def resolve_feeds(graph, feed_keys) -> list:

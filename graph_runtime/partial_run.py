@@ -39,7 +39,8 @@ import weakref
 from eager import fp_semantics
 from eager.errors import InvalidArgumentError
 
-from .fetches import resolve_feeds, resolve_fetches
+from .fetches import pack_result, resolve_feeds, resolve_fetches
+from .pipeline import prepare
 
 _SETUP_FIRST = "Must run 'setup' before performing partial runs!"
 _ids = itertools.count()
@@ -94,7 +95,6 @@ class PartialRunHandle:
 
 
 def setup(session, fetches, feeds) -> PartialRunHandle:
-    from .pipeline import prepare
     graph = session.graph
     if fetches is None:
         raise TypeError("partial_run_setup: fetches must be a tensor, op, name, or a list of them (got None)")
@@ -181,11 +181,7 @@ def _execute(handle, feed_dict, feed_ids, keys, todo, container, packer):
     out = [sched.result(sched.returns[handle._fetch_index[key]], values) for key in keys]
     handle._fetched.update(keys)
     _drop_dead_values(handle, sched)
-    if container == "single":
-        res = out[0]
-    else:
-        res = out if container == "list" else tuple(out)
-    return res if packer is None else packer(res)
+    return pack_result(out, container, packer)
 
 
 def _steps_to_run(handle, sched, keys, fed_now) -> list:

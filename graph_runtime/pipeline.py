@@ -30,7 +30,8 @@ through named stages, in order:
    (multi_device.py: partitions run concurrently through a rendezvous).
    A distributed session (`config.cluster`) stops here (`partition_request`):
    its partitions are shipped to their tasks, which compile them
-   (graph_runtime/distributed).
+   (`compile_partition`: only the `TASK_PASSES` run there, nothing runs
+   twice; graph_runtime/distributed).
 5. `compile`: `compile_plan` (compiler.py): schedule, lower, generate code.
    The plan records the optimizer's report (`plan.optimization_report`).
 
@@ -53,6 +54,10 @@ from .passes import optimize as run_optimizer
 from .run_config import SessionConfig
 
 DEFAULT_CONFIG = SessionConfig()
+# The passes a distributed session's task runs on its partition, and the driver does not: in-place writes
+# (`memory`) are each task's own decision, since a GraphDef may not carry them (import_graph_def refuses
+# InplaceElementwise).  Every other pass runs once, on the driver, before the graph is split.
+TASK_PASSES = ("memory",)
 NO_OPTIMIZE = SessionConfig(optimize=False)
 STAGES = ("prune", "place", "optimize", "partition", "compile")
 
@@ -152,10 +157,22 @@ def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> 
     """The stages before `compile` for a distributed session (config.cluster set): the request with one
     `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed)."""
     req = prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets)))
-    # in-place writes are each task's own decision (its memory pass): a GraphDef may not carry them
-    shipped = replace(config, disabled_passes=config.disabled_passes + ("memory",))
+    shipped = replace(config, disabled_passes=config.disabled_passes + TASK_PASSES)
     req = optimize(place(req, config), shipped, False)
     return partition(req, config, graph)
+
+
+def compile_partition(graph, feeds, returns, targets, config: SessionConfig) -> Plan:
+    """A partition that was placed, optimized and split elsewhere (on a distributed session's driver): only
+    `prune`, the `TASK_PASSES` the config leaves on, and `compile` run here; every other pass ran on the
+    whole graph before it was split."""
+    req = prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets)))
+    passes = [p for p in TASK_PASSES if config.optimize and p not in config.disabled_passes]
+    if passes:
+        out, report = run_optimizer(req.graph, list(req.preserve), passes, keep_stateful=False,
+                                    options=config.pass_options)
+        req = replace(req, report=report) if out is req.graph else _in_graph(req, out, report)
+    return compile(req, config, "list", True)
 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,

@@ -10,8 +10,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLES = os.path.join(REPO, "examples")
 
 
-def _run(name, *args, timeout=120):
-    env = dict(os.environ, PYTHONPATH=REPO)
+def _run(name, *args, timeout=120, **env_vars):
+    env = dict(os.environ, PYTHONPATH=REPO, **env_vars)
     proc = subprocess.run([sys.executable, os.path.join(EXAMPLES, name), *args], capture_output=True, text=True,
                           cwd=REPO, env=env, timeout=timeout)
     assert proc.returncode == 0, f"{name} failed:\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
@@ -72,8 +72,10 @@ def test_mlp_digits_without_sklearn_says_how_to_install(tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("sklearn") is None or importlib.util.find_spec("ray") is None,
                     reason="distributed_mlp needs scikit-learn and Ray (pip install 'graphjit[examples,distributed]')")
-def test_distributed_mlp_matches_one_process():
-    out = _run("distributed_mlp.py", "--quick", timeout=300)
+def test_distributed_mlp_matches_one_process(ray_local):
+    # the example joins the test session's Ray (`ray://auto` with RAY_ADDRESS naming it) instead of starting one
+    out = _run("distributed_mlp.py", "--quick", "--target", "ray://auto", timeout=300,
+               RAY_ADDRESS=ray_local.get_runtime_context().gcs_address)
     assert "accuracies equal" in out and "ps + 2 workers" in out
     acc = [float(line.split("test accuracy")[1].split(",")[0]) for line in out.splitlines() if "test accuracy" in line]
     assert len(acc) == 2 and acc[0] == acc[1] > 0.85

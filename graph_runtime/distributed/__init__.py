@@ -1,8 +1,8 @@
 """Distributed sessions: a graph partitioned across tasks that run as Ray actors.
 
 `Session(target="ray://local" | "ray://auto" | "ray://HOST:PORT",
-config=SessionConfig(cluster=ClusterSpec({"ps": 1, "worker": 2})))` returns a
-`DistributedSession` (master.py): the master on the driver places the graph on
+config=SessionConfig(cluster=ClusterSpec({"ps": 1, "worker": 2})))` runs on a
+`RayRuntime` (master.py, registered for "ray://"): the master on the driver places the graph on
 the cluster's task devices and partitions it per task (the pipeline's own
 stages); each task (worker.py, one Ray actor) imports its partitions from
 GraphDefs, compiles them, keeps its variables, and exchanges tensors with its
@@ -13,10 +13,6 @@ session is made.
 Imports `eager`, `graph_runtime` modules, and `ray` (lazily).
 """
 
-from ..session import TARGET_SESSIONS
-from .master import DistributedSession
-from .ray_backend import TARGET_PREFIX
+from .master import RayRuntime
 
-TARGET_SESSIONS[TARGET_PREFIX] = DistributedSession
-
-__all__ = ["DistributedSession"]
+__all__ = ["RayRuntime"]

@@ -1,16 +1,20 @@
-"""`DistributedSession`: a Session whose graph runs on the tasks of a cluster (Ray actors).
+"""`RayRuntime`: the runtime of a Session whose graph runs on the tasks of a cluster (Ray actors).
 
 `Session(target="ray://local", config=SessionConfig(cluster=ClusterSpec({"ps": 1, "worker": 2})))`
-makes one (TF's master, on the driver):
+runs on one (TF's master, on the driver; runtime.py has the interface):
 
-- on a new (fetches, feeds) it runs the pipeline's stages up to partitioning
+- `prepare` runs the pipeline's stages up to partitioning
   (`pipeline.partition_request`: prune, place across the cluster's task
-  devices, optimize, one partition per task) and registers each partition
-  with its task as plain data: a GraphDef, feed/return/target names and
-  plain config values (payloads.py; `worker.TaskServer.register`);
-- a step sends each task its feeds (`run`, all tasks at once), tasks
-  exchange tensors directly (transport.py) and each returns the fetched
-  values it owns; the master puts them in the requested structure;
+  devices, optimize, one partition per task) and builds a `TaskPlan`
+  (payloads.py); its first run registers each partition with its task as
+  plain data: a GraphDef, feed/return/target names and plain config values
+  (`worker.TaskServer.register`, which only compiles: the partition was
+  optimized here);
+- a step (`executor`: every run, traced or not) sends each task its feeds
+  (`run`, all tasks at once), tasks exchange tensors directly
+  (transport.py) and each returns the fetched values it owns; the master
+  collects them (`fetches.pack_result`; the executable rebuilds nested
+  structures);
 - variables are named once per session (payloads.VariableRegistry: the same
   name in every partition, so a task's resource table binds them across runs).
 
@@ -52,19 +56,17 @@ import numpy as np
 
 from eager import errors as _errors
 
-from ..fetches import fetch_key, resolve_feeds, resolve_fetches
+from ..fetches import pack_result
 from ..graph import Graph, GraphKeys
 from ..graph_def import graph_to_graph_def
-from ..operation import GraphTensor, Operation
 from ..pipeline import partition_request
 from ..placement import local_devices, variable_device
 from ..run_config import OpStats, SessionConfig
-from ..session import Session
+from ..runtime import Executable, Request, Runtime, make_request, register_runtime
 from . import ray_backend
-from .payloads import VariableNames, VariableRegistry, build_runner
+from .payloads import VariableNames, VariableRegistry, build_task_plan
 from .worker import CONFIG_FIELDS
 
-_MAX_CACHED_RUNNERS = 256     # distinct (fetches, feeds) kept registered on the tasks
 _FAST_WAIT_S = 0.25          # how long a step's results are awaited in one call before watching each task
 _GRACE_S = 1.0               # the master waits this much longer than the tasks' own deadline (they check it)
 _HEALTH_S = 5.0              # a task that does not answer a ping within this is dead
@@ -74,22 +76,22 @@ _ERRORS = {c.__name__: c for c in (
     _errors.DeadlineExceededError, _errors.AbortedError)}
 
 
-class DistributedSession(Session):
-    """A Session on a cluster of Ray actors (module docstring)."""
+class RayRuntime(Runtime):
+    """A Session's runtime on a cluster of Ray actors (module docstring)."""
 
-    def __init__(self, target: str = "", graph=None, config=None):
+    targets = "'ray://local', 'ray://auto', 'ray://HOST:PORT' (a cluster of Ray actors)"
+    max_cached = 256              # distinct (fetches, feeds) kept registered on the tasks
+
+    def __init__(self, target: str, graph, config: SessionConfig):
         ray_backend.check_target(target)
-        config = config or SessionConfig()
-        if not isinstance(config, SessionConfig):
-            raise TypeError(f"Session: config must be a SessionConfig, got {type(config).__name__}")
         if config.cluster is None:
             config = replace(config, cluster={"worker": 1})
         if config.inter_op_parallelism_threads != 1:
             raise _errors.UnimplementedError("a distributed session runs each task's partition in order on that "
                                              "task; inter_op_parallelism_threads must be 1")
-        super().__init__("", graph, replace(config, device_count={"CPU": 1}))
-        self.target = target
-        self._cluster = self._config.cluster
+        super().__init__(target, graph, replace(config, device_count={"CPU": 1}))
+        self.devices = local_devices(self.config)
+        self._cluster = self.config.cluster
         self._tasks = {t.name: t for t in self._cluster.tasks()}
         self._ray = ray_backend.connect(target)
         self._actors: dict = {}
@@ -104,8 +106,7 @@ class DistributedSession(Session):
         self._steps = itertools.count(1)
         self._lock = threading.Lock()
         try:
-            for name, task in self._tasks.items():
-                self._actors[name] = ray_backend.start_task(self._ray, task)
+            self._actors.update(zip(self._tasks, ray_backend.start_tasks(self._ray, list(self._tasks.values()))))
             self._link()
         except BaseException:
             self.close()
@@ -115,29 +116,28 @@ class DistributedSession(Session):
         self._ray.get([a.set_peers.remote({n: b for n, b in self._actors.items() if n != name})
                        for name, a in self._actors.items()])
 
-    def list_devices(self) -> list:
-        return list(local_devices(self._config))
+    # -- executables -----------------------------------------------------------------------
+    def prepare(self, request: Request) -> Executable:
+        req = partition_request(request.graph, request.feeds, request.returns, request.targets, self.config)
+        plan = build_task_plan(req, request.feeds, request.returns, request.container, self._cluster, self._names,
+                               self._regs, {k: getattr(self.config, k) for k in CONFIG_FIELDS})
+        return Executable(self, request, plan, direct=False, report=req.report)
 
-    # -- runners -------------------------------------------------------------------------
-    def _make_runner(self, fetches, feed_keys, key):
-        graph = self._graph
-        feeds = resolve_feeds(graph, feed_keys)
-        items, targets, container, packer = resolve_fetches(graph, fetches)
-        req = partition_request(graph, feeds, items, targets, self._config)
-        self.last_optimization_report = req.report
-        runner = build_runner(req, feeds, items, container, packer, self._cluster, self._names, self._regs,
-                              {k: getattr(self._config, k) for k in CONFIG_FIELDS})
-        if key is not None:
-            if len(self._runners) >= _MAX_CACHED_RUNNERS:    # forget old partitions here and on the tasks
-                old = [p for r in self._runners.values() for p in r.parts]
-                self._runners.clear()
-                for task in self._registered:
-                    regs = [p.reg for p in old if p.task == task]
-                    self._registered[task].difference_update(regs)
-                    if task not in self._dead:
-                        self._actors[task].forget.remote(regs)
-            self._runners[key] = runner
-        return runner
+    def forget(self, executables: list) -> None:
+        """Forget the dropped executables' partitions here and on the tasks."""
+        old = [p for e in executables for p in e.plan.parts]
+        for task in self._registered:
+            regs = [p.reg for p in old if p.task == task]
+            self._registered[task].difference_update(regs)
+            if task not in self._dead:
+                self._actors[task].forget.remote(regs)
+
+    def executor(self, executable, options, run_metadata):
+        plan = executable.plan
+        return lambda values: self._step(plan, list(values), options, run_metadata)
+
+    def partition_graph_defs(self, executable) -> list:
+        return list(executable.plan.graph_defs)
 
     def _register(self, runner) -> None:
         missing = [p for p in runner.parts if p.reg not in self._registered[p.task]]
@@ -168,40 +168,11 @@ class DistributedSession(Session):
         return _errors.UnavailableError(f"task {task} failed: {type(e).__name__}: {e}")
 
     # -- running -------------------------------------------------------------------------
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        t = type(fetches)
-        fkey = fetches if t is GraphTensor or t is Operation else fetch_key(fetches)
-        key = (fkey, *feed_dict) if feed_dict else (fkey,)
-        runner = self._runners.get(key)
-        if runner is None:
-            runner = self._make_runner(fetches, list(feed_dict) if feed_dict else [], key)
-        return self._step(runner, list(feed_dict.values()) if feed_dict else [], options, run_metadata)
-
-    def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
-        if self._closed:
-            raise RuntimeError("Attempted to use a closed Session.")
-        feed_list = list(feed_list or [])
-        runner = self._make_runner(fetches, feed_list, None)
-
-        def call(*feed_values, options=None, run_metadata=None):
-            if len(feed_values) != len(feed_list):
-                raise TypeError(f"this callable takes {len(feed_list)} feed values, got {len(feed_values)}")
-            if self._closed:
-                raise RuntimeError("Attempted to use a closed Session.")
-            return self._step(runner, list(feed_values), options, run_metadata)
-
-        return call
-
-    def partial_run_setup(self, fetches, feeds=None):
-        raise _errors.UnimplementedError("partial runs are not supported by distributed sessions yet; use run()")
-
     def _step(self, runner, vals, options, run_metadata):
         self._recover()
         self._register(runner)
         ms = (options.timeout_in_ms if options is not None and options.timeout_in_ms else
-              self._config.operation_timeout_in_ms)
+              self.config.operation_timeout_in_ms)
         timeout_s = ms / 1000.0
         trace = bool(options is not None and options.trace_level)
         began = time.time()
@@ -220,13 +191,7 @@ class DistributedSession(Session):
                                                for n, ty, s, d, dev, b, sv, k in res[2][1])
         for i, j, dtype in runner.fed_returns:
             out[i] = np.asarray(vals[j], dtype=dtype)
-        if options is not None and run_metadata is not None and options.output_partition_graphs:
-            run_metadata.partition_graphs = list(runner.graph_defs)
-        if runner.container == "single":
-            out = out[0]
-        elif runner.container == "tuple":
-            out = tuple(out)
-        return out if runner.packer is None else runner.packer(out)
+        return pack_result(out, runner.container)
 
     def _gather(self, runner, step, refs, timeout_s):
         """Every task's result of `step`; on a failure: abort the step everywhere and raise (module docstring)."""
@@ -302,7 +267,7 @@ class DistributedSession(Session):
         if not self._dead:
             return
         dead = dict(self._dead)
-        policy = self._config.task_recovery
+        policy = self.config.task_recovery
         if policy == "raise":
             raise _errors.UnavailableError(
                 f"task(s) {sorted(dead)} of this session died ({'; '.join(dead.values())}); with "
@@ -313,8 +278,8 @@ class DistributedSession(Session):
                 f"task(s) {sorted(dead)} died and task_recovery='restore', but no checkpoint was saved with this "
                 f"session yet (Saver.save(sess, path)); nothing to restore from")
         ray_backend.stop_tasks(self._ray, [self._actors[name] for name in dead])
+        self._actors.update(zip(dead, ray_backend.start_tasks(self._ray, [self._tasks[name] for name in dead])))
         for name in dead:
-            self._actors[name] = ray_backend.start_task(self._ray, self._tasks[name])
             self._registered[name] = set()
         self._link()
         self._dead.clear()
@@ -324,17 +289,17 @@ class DistributedSession(Session):
             inits = [v.initializer for v in self._graph_variables()
                      if getattr(v, "initializer", None) is not None and self.variable_task(v) in dead]
             if inits:
-                self.run(inits)
+                self.prepare(make_request(self.graph, inits, []))(())
 
     def _graph_variables(self) -> list:
-        return list(self._graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+        return list(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
 
     # -- variables (Saver) -------------------------------------------------------------------
     def variable_task(self, var) -> str:
         """The task `var` lives on."""
-        return self._cluster.task_of_device(variable_device(self._graph, var, self._config)).name
+        return self._cluster.task_of_device(variable_device(self.graph, var, self.config)).name
 
-    def _read_variables(self, variables) -> list:
+    def read_variables(self, variables) -> list:
         """Current values of `variables` (None where a variable holds no value yet), from their tasks."""
         self._recover()
         by_task: dict = {}
@@ -344,14 +309,14 @@ class DistributedSession(Session):
         for task, idx in by_task.items():
             ref = self._actors[task].read_variables.remote([self._names.name(variables[i]) for i in idx])
             try:
-                vals = self._ray.get(ref, timeout=self._config.operation_timeout_in_ms / 1000)
+                vals = self._ray.get(ref, timeout=self.config.operation_timeout_in_ms / 1000)
             except Exception as e:      # noqa: BLE001
                 raise self._failure(task, e) from None
             for i, val in zip(idx, vals):
                 out[i] = val
         return out
 
-    def _assign_variables(self, pairs) -> None:
+    def assign_variables(self, pairs) -> None:
         """Set variables ((Variable, array) pairs) on their tasks (made there first if no run used them yet);
         each task checks all its values before it changes any."""
         self._recover()
@@ -365,7 +330,7 @@ class DistributedSession(Session):
             refs[task] = self._actors[task].assign_variables.remote(vals, records)
         for task, ref in refs.items():
             try:
-                self._ray.get(ref, timeout=self._config.operation_timeout_in_ms / 1000)
+                self._ray.get(ref, timeout=self.config.operation_timeout_in_ms / 1000)
             except Exception as e:      # noqa: BLE001
                 raise self._failure(task, e) from None
 
@@ -373,7 +338,6 @@ class DistributedSession(Session):
     def close(self) -> None:
         if getattr(self, "_stop_actors", None) is not None:
             self._stop_actors()
-        super().close()
 
-    def __repr__(self):
-        return f"<Session target={self.target!r} cluster={self._cluster!r}{' closed' if self._closed else ''}>"
+
+register_runtime(ray_backend.TARGET_PREFIX, RayRuntime)

@@ -1,7 +1,8 @@
 """What travels to the tasks: a run's partitions as plain data, and the session's variable names.
 
-`build_runner(request, ...)` turns the pipeline's per-task partitions
-(`pipeline.partition_request`) into a `Runner`: for each task a `TaskPart`
+`build_task_plan(request, ...)` turns the pipeline's per-task partitions
+(`pipeline.partition_request`: placed and optimized on the driver) into a
+`TaskPlan`, the plan of a Ray runtime's `Executable`: for each task a `TaskPart`
 with a registration id and its payload, a dict of plain data only
 
     {"graph_def": GraphDef dict, "feeds": [tensor names], "targets": [op names],
@@ -59,16 +60,19 @@ class TaskPart:
         self.feed_index, self.return_index = feed_index, return_index
 
 
-class Runner:
-    __slots__ = ("parts", "n_returns", "fed_returns", "container", "packer", "graph_defs")
+class TaskPlan:
+    """One (fetches, feeds) on the cluster: the partitions to register and run, and where results go."""
 
-    def __init__(self, parts, n_returns, fed_returns, container, packer, graph_defs):
+    __slots__ = ("parts", "n_returns", "fed_returns", "container", "graph_defs")
+    fn = None      # no direct function: every run goes through the runtime (RayRuntime.executor)
+
+    def __init__(self, parts, n_returns, fed_returns, container, graph_defs):
         self.parts, self.n_returns, self.fed_returns = parts, n_returns, fed_returns
-        self.container, self.packer, self.graph_defs = container, packer, graph_defs
+        self.container, self.graph_defs = container, graph_defs
 
 
-def build_runner(req, feeds, items, container, packer, cluster, registry, reg_ids, config: dict) -> Runner:
-    """The Runner of one (fetches, feeds) of a distributed session (module docstring)."""
+def build_task_plan(req, feeds, items, container, cluster, registry, reg_ids, config: dict) -> TaskPlan:
+    """The TaskPlan of one (fetches, feeds) of a distributed session (module docstring)."""
     parts, defs = [], []
     for p in req.parts:
         task = cluster.task_of_device(p.device)
@@ -85,4 +89,4 @@ def build_runner(req, feeds, items, container, packer, cluster, registry, reg_id
     fed_pos = {id(t): i for i, t in enumerate(feeds)}
     fed_returns = [(i, fed_pos[id(r.tensor)], r.tensor.dtype.np_dtype) for i, r in enumerate(items)
                    if r.kind == "value" and id(r.tensor) in fed_pos]
-    return Runner(parts, len(items), fed_returns, container, packer, defs)
+    return TaskPlan(parts, len(items), fed_returns, container, defs)

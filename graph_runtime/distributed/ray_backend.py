@@ -68,17 +68,22 @@ def check_target(target: str) -> None:
                          f"got {target!r}")
 
 
-def start_task(ray, task):
-    """A new actor for cluster task `task` (cluster_spec.Task); waits until it answers."""
-    options = {"num_cpus": 0, "max_concurrency": _ACTOR_CONCURRENCY}
-    if task.host:
-        options["resources"] = {f"node:{task.host}": 0.001}
-    actor = ray.remote(TaskServer).options(**options).remote(task.name)
-    try:
-        ray.get(actor.ping.remote(), timeout=120)
-    except Exception as e:      # noqa: BLE001 - any start failure names the task
-        raise UnavailableError(f"could not start task {task.name} as a Ray actor: {e}") from None
-    return actor
+def start_tasks(ray, tasks) -> list:
+    """New actors for cluster tasks `tasks` (cluster_spec.Task), started together; waits until all answer."""
+    actors = []
+    for task in tasks:
+        options = {"num_cpus": 0, "max_concurrency": _ACTOR_CONCURRENCY}
+        if task.host:
+            options["resources"] = {f"node:{task.host}": 0.001}
+        actors.append(ray.remote(TaskServer).options(**options).remote(task.name))
+    pings = [a.ping.remote() for a in actors]      # the actors start concurrently: one wait for all
+    for task, ping in zip(tasks, pings):
+        try:
+            ray.get(ping, timeout=120)
+        except Exception as e:      # noqa: BLE001 - any start failure names the task
+            stop_tasks(ray, actors)
+            raise UnavailableError(f"could not start task {task.name} as a Ray actor: {e}") from None
+    return actors
 
 
 def stop_tasks(ray, actors, wait_s: float = 10.0) -> None:

@@ -9,9 +9,10 @@ A task holds:
   feeds, returns and targets, never a pickled graph or code), imports it
   into a fresh graph binding variables by name through the resource table
   (new ones are created: uninitialized, or with the value the GraphDef
-  carries for an eager variable), and compiles it through the one
-  graph-to-plan pipeline (optimize + compile; it was placed and
-  partitioned by the master);
+  carries for an eager variable), and compiles it
+  (`pipeline.compile_partition`: the master placed, optimized and
+  partitioned the whole graph; only the passes named in
+  `pipeline.TASK_PASSES`, the in-place rewrite `memory`, run here);
 - a `Mailbox` for the `_Recv`s of its partitions (transport.py); peers'
   `_Send`s call `deliver`.
 
@@ -39,15 +40,16 @@ from eager import errors as _errors
 from .. import deadline
 from ..graph import Graph
 from ..graph_import import import_graph_def, variable_from_record
-from ..pipeline import prepare
+from ..pipeline import compile_partition
 from ..plan import ReturnItem
 from ..rendezvous import set_current
 from ..run_config import RunMetadata, SessionConfig
 from ..executors import TracingExecutor
 from .transport import Mailbox, StepRendezvous
 
-# what a partition's config may carry (plain values only)
-CONFIG_FIELDS = ("optimize", "disabled_passes", "enabled_passes", "schedule", "pass_options")
+# what a partition's config may carry (plain values only): how to compile it and whether to run the
+# task's own passes (pipeline.TASK_PASSES; it arrives otherwise optimized)
+CONFIG_FIELDS = ("optimize", "disabled_passes", "pass_options", "schedule")
 
 
 def error_record(e: BaseException) -> tuple:
@@ -97,7 +99,7 @@ class TaskServer:
                     returns.append(ReturnItem("var", var=self.variables[name]))
             targets = [graph.get_operation_by_name(n) for n in payload["targets"]]
             config = SessionConfig(**{k: v for k, v in payload.get("config", {}).items() if k in CONFIG_FIELDS})
-            self._plans[reg] = prepare(graph, feeds, (), targets, config, returns=returns, container="list")
+            self._plans[reg] = compile_partition(graph, feeds, returns, targets, config)
 
     def forget(self, regs) -> None:
         with self._lock:

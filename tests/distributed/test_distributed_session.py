@@ -15,6 +15,8 @@ from eager.errors import InvalidArgumentError, UnimplementedError
 
 from helpers import PS_WORKERS, cluster_config, counter_graph, local_config, mlp_graph
 
+pytest.importorskip("ray")     # the optional [distributed] extra
+
 
 def _data(n=6, seed=1):
     rng = np.random.default_rng(seed)

@@ -305,8 +305,8 @@ def test_generated_plan_reuses_registers_and_is_cached():
     with gr.Session(graph=g, config=gr.SessionConfig(optimize=False)) as sess:   # the executor alone
         sess.run(c, {x: [0, 0]})
         sess.run(c, {x: [1, 1]})
-        assert len(sess._runners) == 1
-        src = next(iter(sess._runners.values())).plan.source
+        assert len(sess._executables) == 1
+        src = next(iter(sess._executables.values())).plan.source
     body = src.split("def plan")[1]
     # one register, reused after each last use; the feed's register r0 is kept (the plan may run again with
     # NumPy's warnings off when they are turned into errors: codegen's module docstring)

@@ -163,13 +163,13 @@ def test_growing_graph_recompiles_only_new_fetches():
         y = x * 2.0
     with gr.Session(graph=g) as sess:
         assert sess.run(y, {x: 1.0}) == 2.0
-        plan = sess._runners[next(iter(sess._runners))].plan
+        plan = sess._executables[next(iter(sess._executables))].plan
         v0 = g.version
         with g.as_default():
             z = y + 1.0                              # the graph grows
         assert g.version > v0
         assert sess.run(y, {x: 1.0}) == 2.0          # unaffected fetch: same plan
-        assert len(sess._runners) == 1
-        assert sess._runners[next(iter(sess._runners))].plan is plan
+        assert len(sess._executables) == 1
+        assert sess._executables[next(iter(sess._executables))].plan is plan
         assert sess.run(z, {x: 1.0}) == 3.0          # the new fetch compiles against the new ops
-        assert len(sess._runners) == 2
+        assert len(sess._executables) == 2
