@@ -1,15 +1,18 @@
 """`eager.math`: TensorFlow's `tf.math` names for the ops that exist, plus its statistics and segment sums.
 
 Every name is the same function as at `eager.<name>` (or `eager.nn.<name>`);
-nothing here is a copy.  Imported last by `eager/__init__.py`, after those names exist.
+nothing here is a copy: each is imported from the op module that defines it.
 """
-from . import (abs, add, add_n, argmax, argmin, ceil, cos, cumsum, divide, equal, exp, expm1,  # noqa: A004
-               floor, floordiv, floormod, greater, greater_equal, is_finite, is_nan, less, less_equal, log, log1p,
-               logical_and, logical_not, logical_or, maximum, minimum, multiply, negative, not_equal, pow,
-               reciprocal, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean, reduce_min,
-               reduce_prod, reduce_sum, round, rsqrt, sigmoid, sign, sin, sqrt, square, squared_difference,
-               subtract, tanh, top_k, truediv, truncatediv, truncatemod)
+from .ops.division import floordiv, floormod, truncatediv, truncatemod
+from .ops.linalg import add_n
+from .ops.math import (abs, add, ceil, cos, divide, equal, exp, expm1, floor, greater, greater_equal,  # noqa: A004
+                       is_finite, is_nan, less, less_equal, log, log1p, logical_and, logical_not, logical_or,
+                       maximum, minimum, multiply, negative, not_equal, pow, reciprocal, round, rsqrt, sigmoid, sign,
+                       sin, sqrt, square, squared_difference, subtract, tanh, truediv)
 from .ops.nn import log_softmax, softmax, softplus
+from .ops.reduction import (argmax, argmin, reduce_all, reduce_any, reduce_logsumexp, reduce_max, reduce_mean,
+                            reduce_min, reduce_prod, reduce_sum)
+from .ops.sorting import cumsum, top_k
 from .ops.tf_math import (cumprod, erf, l2_normalize, reduce_std, reduce_variance, segment_sum,
                           unsorted_segment_sum)
 

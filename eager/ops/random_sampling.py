@@ -32,7 +32,11 @@ from ..dispatch import execute
 from ..dtypes import as_dtype, float32, int64
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
-from .random import _affine, _check_size, _float_dtype, _infer_random, _is_const, _new_state, _shape_arg, _size
+from ..variables import Variable
+from .array import stack
+from .math import subtract
+from .random_core import (_affine, _check_size, _float_dtype, _infer_random, _is_const, _new_state, _shape_arg,
+                          _size)
 
 __all__ = ["truncated_normal", "categorical", "shuffle", "stateless_normal", "stateless_uniform",
            "stateless_truncated_normal", "stateless_categorical", "Generator"]
@@ -134,7 +138,6 @@ def stateless_uniform(shape, seed, minval=0, maxval=None, dtype=float32, name=No
     x = execute(S_UNIFORM, (_shape_arg(shape, "StatelessRandomUniform"), _seed(seed)), {"dtype": dt}, name)
     if _is_const(minval, 0) and _is_const(maxval, 1):
         return x
-    from .math import subtract
     lo, hi = convert_to_tensor(minval, dtype=dt), convert_to_tensor(maxval, dtype=dt)
     return _affine(x, subtract(hi, lo), lo, dt, False, _is_const(minval, 0))
 
@@ -155,7 +158,6 @@ class Generator:
     """A seeded random stream whose position is a variable (see the module docstring)."""
 
     def __init__(self, seed, name="generator"):
-        from ..variables import Variable
         self._seed = int(seed) & 0x7FFFFFFFFFFFFFFF
         self._lock = threading.Lock()
         with _context.init_scope():
@@ -179,8 +181,6 @@ class Generator:
                 position = int(self.state.numpy())
                 self.state.assign(constant(position + 1, "int64"))
             return constant([self._seed, position], "int64")
-        from .array import stack
-        from .math import subtract
         after = self.state.assign_add(constant(1, "int64"))
         return stack([constant(self._seed, "int64"), subtract(after, constant(1, "int64"))])
 

@@ -21,6 +21,7 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._args import int_input
 from ._define import EMPTY, infer_same_float
+from .array import squeeze
 from .constant import stop_gradient
 from .gather import gather
 from .math import add, divide, exp, maximum, multiply, rsqrt, sqrt, square, squared_difference, subtract, tanh
@@ -171,7 +172,6 @@ def moments(x, axes, shift=None, keepdims=False, name=None):
     mean = reduce_mean(x, axes, keepdims=True)
     variance = reduce_mean(squared_difference(x, stop_gradient(mean)), axes, keepdims=True)
     if not keepdims:
-        from .array import squeeze
         mean, variance = squeeze(mean, axes), squeeze(variance, axes)
     return mean, variance
 

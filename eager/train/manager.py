@@ -32,8 +32,10 @@ import os
 import re
 import time
 
+from .. import context as _context
+from ..convert import constant
 from . import tensor_file
-from .checkpoint import SUFFIX, file_path
+from .checkpoint import SUFFIX, file_path, write_checkpoint
 
 INDEX = "checkpoint"
 _stage_hook = None      # a crash-test hook: called with the name of each stage of a save (see tests)
@@ -165,14 +167,11 @@ class CheckpointManager:
                 return None
             self._last_saved_step = step
         counter = self._checkpoint.save_counter
-        from .. import context as _context
-        from ..convert import constant
         with _context.init_scope():
             counter.assign_add(constant(1, "int64"))
         number = int(counter.numpy()) if checkpoint_number is None else int(checkpoint_number.numpy()) \
             if hasattr(checkpoint_number, "numpy") else int(checkpoint_number)
         prefix = f"{self._prefix}-{number}"
-        from .checkpoint import write_checkpoint
         write_checkpoint(self._checkpoint, prefix, before_rename=lambda: _stage("data-temp-written"))
         _stage("data-renamed")
         now = time.time()
