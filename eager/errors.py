@@ -3,7 +3,7 @@
 `OpError` carries the op name (and, for graph runtime errors, where the user
 created the op). Every subclass is also an instance of the Python built-in the
 user would reach for (`InvalidArgumentError` is a `ValueError`), so plain
-`except ValueError` keeps working.  Imports nothing from the project.
+`except ValueError` keeps working.  Imports `eager.namespace` only.
 """
 from __future__ import annotations
 
