@@ -88,6 +88,16 @@ def prune(feeds, fetch_tensors, targets) -> list:
     return sorted(needed.values(), key=lambda o: o._id)
 
 
+def _sole_output(kernel):
+    """A variadic-output kernel's result as the plan stores one output: the value itself. Such kernels
+    return a sequence of outputs (a 1-tuple for `split(x, 1)` or a one-entry `py_function`), which the plan
+    would otherwise store whole, as one wrong value."""
+    def run(*args, **kwargs):
+        out = kernel(*args, **kwargs)
+        return out[0] if isinstance(out, (tuple, list)) and len(out) == 1 else out
+    return run
+
+
 def _unfed_placeholder_error(op) -> InvalidArgumentError:
     t = op._outputs[0]
     loc = op.location
@@ -168,6 +178,8 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
             fn = special(attrs) if special is not None else None
             if fn is not None:
                 kernel, attrs = fn, {}
+            if op._opdef.num_outputs == -1 and len(outs) == 1:
+                kernel = _sole_output(kernel)
         deps = {step_of_vid[v] for v in ins if v in step_of_vid}
         deps.update(step_of_op[id(c)] for c in op._control_inputs if id(c) in step_of_op)
         ordered = is_ordered(op._opdef)

@@ -336,3 +336,11 @@ def test_tf_tracing_type_protocol_defines_the_retrace_key():
     np.testing.assert_array_equal(cf(_Apple(), _Mango()).numpy(), [4, 6])
     with pytest.raises(TypeError, match="Can not cast"):
         cf(_Mango(), _Mango())
+
+
+def test_a_single_output_of_a_variadic_op_keeps_its_shape_in_a_graph():
+    x = ek.constant([[1.0, 2.0]])
+    for fn in (lambda t: ek.split(t, 1)[0] * 2.0, lambda t: ek.unstack(t)[0] * 2.0):
+        expected = fn(x).numpy()
+        traced = function(fn, autograph=False)(x)
+        assert traced.numpy().tolist() == expected.tolist() and traced.shape == expected.shape
