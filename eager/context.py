@@ -96,10 +96,6 @@ def device(device_name):
     yield
 
 
-def stack_snapshot() -> tuple:
-    return tuple(_state.stack)
-
-
 # ---------------------------------------------------------------- name scopes
 def _name_stack():
     st = getattr(_state, "names", None)

@@ -303,11 +303,8 @@ class Function:
         if not self._autograph:
             return self.python_function
         if self._converted is None:
-            try:
-                from autograph import convert
-                self._converted = convert(self.python_function, self._autograph_options)
-            except ImportError:
-                self._converted = self.python_function
+            from autograph import convert      # a broken install fails here, loudly
+            self._converted = convert(self.python_function, self._autograph_options)
         return self._converted
 
     # -------------------------------------------------------------- introspection

@@ -18,20 +18,11 @@ place, translate.py): convert again to get another tree.
 from __future__ import annotations
 
 import types
-from dataclasses import dataclass
 
 import gast
 
 from . import origin_info, translate
 from .templates import name_node
-
-
-@dataclass
-class LoadedCode:
-    """A converted code object plus what is needed to bind it."""
-
-    code: types.CodeType
-    source: str
 
 
 def compile_function(fn_node: gast.FunctionDef, freevars: tuple[str, ...],

@@ -1,6 +1,6 @@
 """Helpers for declaring ops: shape inference building blocks and call wrappers.
 
-- `infer_*`: common inference rules (same shape, broadcast, fixed dtype).
+- `infer_*`: common inference rules (same shape, broadcast).
 - `broadcast_shapes(a, b)`: static broadcasting with None dims.
 - `call_unary / call_binary`: convert operands (Python scalars take the tensor's
   dtype), check dtypes agree (no silent promotion: `InvalidArgumentError`
@@ -16,7 +16,7 @@ import numpy as np
 from .. import context as _context
 from ..convert import convert_to_tensor, operand
 from ..dispatch import execute
-from ..dtypes import as_dtype, bool_
+from ..dtypes import bool_
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..shape import brief_repr
@@ -104,21 +104,8 @@ def infer_broadcast_bool(specs, attrs, opname="comparison"):
     return [Spec(broadcast_shapes(specs[0].shape, specs[1].shape, opname), bool_)]
 
 
-def infer_broadcast_n(specs, attrs):
-    shape = specs[0].shape
-    for s in specs[1:]:
-        shape = broadcast_shapes(shape, s.shape)
-    return [Spec(shape, specs[-1].dtype)]
-
-
 def make_infer_broadcast(opname):
     return lambda specs, attrs: infer_broadcast(specs, attrs, opname)
-
-
-def infer_fixed_dtype(dtype):
-    """Same shape as the first input, fixed output dtype."""
-    dt = as_dtype(dtype)
-    return lambda specs, attrs: [Spec(specs[0].shape, dt)]
 
 
 def normalize_axis(axis, rank, opname="op"):

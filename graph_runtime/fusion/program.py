@@ -270,16 +270,3 @@ class ProgramBuilder:
         return Program(self.n, tuple(self.input_slots), tuple(self.in_dtypes), dict(self.consts),
                        tuple(self.instrs), tuple(outputs), tuple(out_dtypes), dict(self.shapes), dict(self.dtypes),
                        tuple(members), tuple(self.sources))
-
-
-def program_static_size(program: Program) -> Optional[int]:
-    """Largest number of elements of any slot, from static shapes (None if some dim is unknown)."""
-    best = 0
-    for s in range(program.n_slots):
-        sh = program.static_shapes.get(s)
-        if sh is None or any(d is None for d in sh):
-            return None
-        best = max(best, int(np.prod(sh, dtype=np.int64)) if sh else 1)
-    return best
-
-

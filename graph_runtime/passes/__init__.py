@@ -19,9 +19,9 @@ Imports its own submodules only (never `graph_runtime.session`).
 """
 from . import pruning, debug_stripper, constant_folding, arithmetic, cse, scale_folding  # noqa: F401 (register)
 from . import loop_invariant, dependency, memory, fusion, bodies, unused_outputs  # noqa: F401 (register)
-from .core import GraphPass, PassContext, PassStats, get_pass, register_pass, registered_passes
+from .core import GraphPass, PassContext, PassError, PassStats, get_pass, register_pass, registered_passes
 from .manager import DEFAULT_PIPELINE, OptimizationReport, optimize, resolve_pipeline, run_pass
 from .rewriter import Rewriter
 
 __all__ = ["optimize", "run_pass", "OptimizationReport", "PassStats", "PassContext", "GraphPass", "get_pass",
-           "register_pass", "registered_passes", "resolve_pipeline", "DEFAULT_PIPELINE", "Rewriter"]
+           "register_pass", "registered_passes", "resolve_pipeline", "DEFAULT_PIPELINE", "Rewriter", "PassError"]

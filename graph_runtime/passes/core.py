@@ -36,6 +36,9 @@ class PassContext:
     options: dict = field(default_factory=dict)
     probe: bool = False                   # Rewriters start copy-on-write (see GraphPass.__call__)
     fetched: frozenset = frozenset()      # the caller's names as given: "op:i" tensors, bare names whole ops
+    # the source op a pass's Rewriter last looked at (`Rewriter.inputs/copy/emit`), so that a pass that fails
+    # can be reported with the op it was working on (`PassError`)
+    cursor: list = field(default_factory=lambda: [None], compare=False)
 
     def output_needed(self, op, i: int) -> bool:
         """True when the caller fetches or feeds output `i` of `op` by name (or names the whole op)."""
@@ -43,6 +46,20 @@ class PassContext:
 
     def option(self, name: str, default=None):
         return self.options.get(name, default)
+
+
+class PassError(RuntimeError):
+    """A pass raised: names the pass, the passes that ran before it and the op it was working on.
+
+    The pass's own exception is the `__cause__`.  Passes are pure functions of their input graph, so
+    running that graph through the passes named here reproduces the failure.
+    """
+
+    def __init__(self, pass_name: str, previous: tuple, op, cause: BaseException):
+        self.pass_name, self.previous, self.op = pass_name, tuple(previous), op
+        after = f" after passes {', '.join(previous)}" if previous else " (the first pass)"
+        at = f" at op {op.name!r} ({op.type})" if op is not None else ""
+        super().__init__(f"graph pass {pass_name!r} failed{after}{at}: {type(cause).__name__}: {cause}")
 
 
 @dataclass

@@ -16,7 +16,9 @@ Non-iterative passes placed before the first iterative one run once first;
 the others run once after the loop.  After every pass the manager checks the
 graph (`graph.verify()`) when `verify=True` or the environment variable
 `GRAPHJIT_VERIFY_PASSES=1` is set (the tests set it), and records a `PassStats`
-(nodes before/after, rewrites, time).  Passes never mutate their input, so the
+(nodes before/after, rewrites, time).  A pass that raises is reported as a
+`PassError` ("graph pass 'X' failed after passes A, B at op 'n' (Type): ...",
+the pass's exception as its cause).  Passes never mutate their input, so the
 caller's graph is untouched.  Passes run copy-on-write (`PassContext.probe`): a
 pass that changes nothing returns its input graph itself, without copying it,
 and the result is the input graph itself when no pass changed anything.  The
@@ -47,7 +49,7 @@ from typing import Optional
 from ..graph import Graph
 from ..graph_import import import_graph_def
 from ..operation import GraphTensor, Operation
-from .core import GraphPass, PassContext, PassStats, get_pass
+from .core import GraphPass, PassContext, PassError, PassStats, get_pass
 
 DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic",
                     "common_subexpression", "scale_folding", "loop_invariant", "dependency", "fusion", "bodies",
@@ -177,7 +179,13 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
 
     def run(p: GraphPass, g: Graph, iteration: int) -> tuple:
         t0 = time.perf_counter()
-        out, stats = p(g, ctx)
+        ctx.cursor[0] = None
+        try:
+            out, stats = p(g, ctx)
+        except Exception as e:      # noqa: BLE001 - re-raised, naming the pass, its predecessors and the op
+            if isinstance(e, PassError):
+                raise
+            raise PassError(p.name, tuple(s.name for s in report.passes), ctx.cursor[0], e) from e
         stats.seconds = time.perf_counter() - t0
         stats.iteration = iteration
         if out is not g:
@@ -236,4 +244,4 @@ def run_pass(name_or_pass, graph: Graph, fetches, verify: bool = True, keep_stat
     return out, stats
 
 
-__all__ = ["optimize", "run_pass", "resolve_pipeline", "OptimizationReport", "DEFAULT_PIPELINE"]
+__all__ = ["optimize", "run_pass", "resolve_pipeline", "OptimizationReport", "DEFAULT_PIPELINE", "PassError"]

@@ -111,6 +111,7 @@ class Rewriter:
         self.notes: dict = {}       # rule/reason -> count
         self.memo: dict = {}        # facts a pass computes once per tensor (e.g. constant predicates)
         self._uses: Optional[dict] = None
+        self._cursor = getattr(ctx, "cursor", None)       # reports the op being worked on (PassError)
 
     @property
     def dst(self) -> Graph:
@@ -142,6 +143,8 @@ class Rewriter:
         return self._t[id(src_tensor)]
 
     def inputs(self, op: Operation) -> list:
+        if self._cursor is not None:
+            self._cursor[0] = op
         if self._probe:
             return list(op._inputs)
         return [self._t[id(x)] for x in op._inputs]
@@ -197,6 +200,8 @@ class Rewriter:
         """Copy src `op` (same name, type, device, location) with remapped or given inputs/attrs.
 
         A probing Rewriter returns `op` itself when nothing differs, else raises GraphChanged."""
+        if self._cursor is not None:
+            self._cursor[0] = op
         if self._probe:
             if ((inputs is None or same_items(inputs, op._inputs)) and (attrs is None or attrs is op._attrs)
                     and (control_inputs is None or same_items(control_inputs, op._control_inputs))):
@@ -235,6 +240,8 @@ class Rewriter:
     def emit(self, op_type, inputs, attrs=None, like: Optional[Operation] = None, name: Optional[str] = None,
              control_inputs=()) -> Operation:
         """Create a new op (type name or OpDef) standing for (part of) src op `like`."""
+        if like is not None and self._cursor is not None:
+            self._cursor[0] = like
         if self._probe:
             raise GraphChanged(op_type if isinstance(op_type, str) else op_type.name)
         opdef = lookup(op_type) if isinstance(op_type, str) else op_type

@@ -311,3 +311,16 @@ def test_input_signature_takes_keyword_arguments_like_positional_ones():
     assert len(calls) == 1                                   # one trace serves every spelling of the call
     with pytest.raises(TypeError, match=r"f\(\): multiple values for argument 'y'"):
         f(a, a, y=a)
+
+
+def test_a_broken_autograph_install_fails_loudly(monkeypatch):
+    import sys
+    from tracing import function
+
+    @function
+    def f(x):
+        return x + 1.0
+
+    monkeypatch.setitem(sys.modules, "autograph", None)      # `import autograph` now raises ImportError
+    with pytest.raises(ImportError):
+        f(ek.constant(1.0))
