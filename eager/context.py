@@ -1,16 +1,53 @@
 """The execution-context stack: who receives an op when it is dispatched.
 
 The bottom of every thread's stack is the eager context (run ops now).  Graph
-building (`graph_runtime`) pushes an object with `is_eager = False` that
-implements `add_op(opdef, inputs, attrs, name)`, `create_variable(var, init)`
-and the functional control-flow builders `build_cond`, `build_while`,
-`build_case`.  `eager` never imports the code that pushes those contexts.
+building (`graph_runtime`) pushes a `Context`: the declared protocol below,
+every method `eager` calls on a context that is not eager (graph_runtime's
+`GraphBuilder`, the base of every `Graph`, implements it; `push` refuses
+anything else).  `eager` never imports the code that pushes those contexts.
 Imports nothing from the project.
 """
 from __future__ import annotations
 
+import abc
 import contextlib
 import threading
+
+
+class Context(abc.ABC):
+    """What a graph-building context provides to `eager` (dispatch, variables, control flow).
+
+    `eager.dispatch.execute` hands every op to `add_op` when the context on top of the
+    stack is not eager; `Variable` asks `create_variable`; `eager.cond` / `while_loop` /
+    `switch_case` ask `build_cond` / `build_while` / `build_case` for an If / While / Case op
+    whose branches or body they trace.
+    """
+
+    is_eager = False
+
+    @abc.abstractmethod
+    def add_op(self, opdef, inputs, attrs, name=None):
+        """Stage one op; its output tensor (a tuple for ops whose `num_outputs` is not 1)."""
+
+    @abc.abstractmethod
+    def add_node(self, opdef, inputs, attrs, name=None):
+        """Stage one op and return the operation itself (ops without outputs: prints, asserts, writes)."""
+
+    @abc.abstractmethod
+    def create_variable(self, var, init_tensor) -> None:
+        """Make `var` (a new `Variable`) part of the graph, initialized from `init_tensor`."""
+
+    @abc.abstractmethod
+    def build_cond(self, pred, true_fn, false_fn, name=None):
+        """`eager.cond` in this graph: the branches traced, one If op."""
+
+    @abc.abstractmethod
+    def build_while(self, cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None):
+        """`eager.while_loop` in this graph: cond and body traced, one While op."""
+
+    @abc.abstractmethod
+    def build_case(self, branch_index, branch_fns, default=None, name=None):
+        """`eager.switch_case` in this graph: the branches traced, one Case op."""
 
 
 class EagerContext:
@@ -44,6 +81,9 @@ def executing_eagerly() -> bool:
 
 
 def push(ctx) -> None:
+    """Put `ctx` (a `Context`, or `EAGER`) on top of this thread's stack."""
+    if ctx is not EAGER and not isinstance(ctx, Context):
+        raise TypeError(f"push: {ctx!r} does not implement eager.context.Context")
     _state.stack.append(ctx)
 
 

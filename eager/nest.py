@@ -17,17 +17,18 @@ def is_nested(x) -> bool:
     return isinstance(x, (list, tuple, dict))
 
 
-def _is_namedtuple(x) -> bool:
+def is_namedtuple(x) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 def _children(x):
     if isinstance(x, dict):
-        return [x[k] for k in _sorted_keys(x)]
+        return [x[k] for k in sorted_keys(x)]
     return list(x)
 
 
-def _sorted_keys(d):
+def sorted_keys(d):
+    """A dict's keys in the order every flattening uses (sorted; by repr when the keys do not compare)."""
     try:
         return sorted(d)
     except TypeError:
@@ -49,11 +50,11 @@ def flatten(structure) -> list:
 
 def _rebuild(template, leaves_iter):
     if isinstance(template, dict):
-        keys = _sorted_keys(template)
+        keys = sorted_keys(template)
         vals = {k: _rebuild(template[k], leaves_iter) for k in keys}
         return type(template)((k, vals[k]) for k in template) if type(template) is not dict else \
             {k: vals[k] for k in template}
-    if _is_namedtuple(template):
+    if is_namedtuple(template):
         return type(template)(*[_rebuild(c, leaves_iter) for c in template])
     if isinstance(template, (list, tuple)):
         return type(template)(_rebuild(c, leaves_iter) for c in template)
@@ -79,8 +80,8 @@ def map_structure(fn: Callable, *structures):
 
 def structure_repr(x) -> str:
     if isinstance(x, dict):
-        return "{" + ", ".join(f"{k!r}: {structure_repr(x[k])}" for k in _sorted_keys(x)) + "}"
-    if _is_namedtuple(x):
+        return "{" + ", ".join(f"{k!r}: {structure_repr(x[k])}" for k in sorted_keys(x)) + "}"
+    if is_namedtuple(x):
         return f"{type(x).__name__}(" + ", ".join(structure_repr(c) for c in x) + ")"
     if isinstance(x, list):
         return "[" + ", ".join(structure_repr(c) for c in x) + "]"
@@ -96,7 +97,7 @@ def same_structure(a, b) -> bool:
         return True
     if isinstance(a, dict) != isinstance(b, dict) or isinstance(a, list) != isinstance(b, list):
         return False
-    if _is_namedtuple(a) != _is_namedtuple(b) or (_is_namedtuple(a) and type(a) is not type(b)):
+    if is_namedtuple(a) != is_namedtuple(b) or (is_namedtuple(a) and type(a) is not type(b)):
         return False
     if isinstance(a, dict) and set(a) != set(b):
         return False
@@ -117,9 +118,9 @@ def flatten_with_paths(structure, prefix: str = "") -> list[tuple[str, Any]]:
     while stack:
         path, x = stack.pop()
         if isinstance(x, dict):
-            items = [(f"{path}[{k!r}]", x[k]) for k in _sorted_keys(x)]
+            items = [(f"{path}[{k!r}]", x[k]) for k in sorted_keys(x)]
             stack.extend(reversed(items))
-        elif _is_namedtuple(x):
+        elif is_namedtuple(x):
             stack.extend(reversed([(f"{path}.{f}", v) for f, v in zip(x._fields, x)]))
         elif isinstance(x, (list, tuple)):
             stack.extend(reversed([(f"{path}[{i}]", v) for i, v in enumerate(x)]))

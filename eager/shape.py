@@ -1,13 +1,16 @@
 """TensorShape: a possibly partially known shape (`None` for unknown dims).
 
 `TensorShape(None)` has unknown rank.  Shapes compare equal to tuples and lists
-of the same dims.  Pure data, imports nothing from the project.
+of the same dims.  `broadcast_shapes`: static broadcasting of such shapes.  Pure data; imports only
+`errors`.
 """
 from __future__ import annotations
 
 import operator
 import reprlib
 from typing import Iterable, Optional
+
+from .errors import InvalidArgumentError
 
 MAX_DIM = 2 ** 63 - 1        # dims are int64, as in TensorFlow's TensorShapeProto
 
@@ -181,3 +184,26 @@ def shared_shape(dims) -> "TensorShape":
         if hit._dims == dims and len(_SHARED) < _MAX_SHARED:    # (-1 dims are stored as None: not this key)
             _SHARED[hit._dims] = hit
     return hit
+
+
+def broadcast_shapes(a, b, opname="op"):
+    """Static NumPy broadcasting over shapes that may contain None (or be None)."""
+    if a is None or b is None:
+        return None
+    n = max(len(a), len(b))
+    a = (1,) * (n - len(a)) + tuple(a)
+    b = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(a, b):
+        if x == 1:
+            out.append(y)
+        elif y == 1:
+            out.append(x)
+        elif x is None or y is None:
+            out.append(x if y is None else y) if (x is None) != (y is None) else out.append(None)
+        elif x == y:
+            out.append(x)
+        else:
+            raise InvalidArgumentError(
+                f"{opname}: incompatible shapes for broadcasting: {list(a)} and {list(b)}", op_name=opname)
+    return tuple(out)

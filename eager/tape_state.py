@@ -8,6 +8,7 @@ implicitly for trainable variables with `watch_accessed_variables`).
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 
 
@@ -20,7 +21,28 @@ _state = _State()
 
 
 def active_tapes():
+    """The tapes recording on this thread (the list itself: do not mutate it, use `recording_with`)."""
     return _state.tapes
+
+
+def any_recording() -> bool:
+    """True when some tape records on this thread (the hot-path test of callers outside `eager`)."""
+    return bool(_state.tapes)
+
+
+@contextlib.contextmanager
+def recording_with(tapes):
+    """Make `tapes` (a list, e.g. `[]` to suspend every tape, or one `active_tapes()` returned earlier)
+    the tapes recording on this thread for the block; the previous ones are restored afterwards.
+
+    The public way for graph building to pause tapes while it traces a body (the op as a whole is
+    recorded instead) and to record a hoisted read with the tapes of the enclosing scope."""
+    saved = _state.tapes
+    _state.tapes = tapes
+    try:
+        yield
+    finally:
+        _state.tapes = saved
 
 
 def push(tape):

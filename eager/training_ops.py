@@ -30,7 +30,7 @@ import numpy as np
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError
 from .registry import op
-from .variables import _infer_read, _read_kernel, locked
+from .variables import _infer_read, read_kernel, locked
 
 
 def _check_like(opname, var, old, **values):
@@ -48,10 +48,10 @@ def fused_step(opname, var, slots, grad, t, iterations, compute, lr=None, wd=Non
     touched = (var, *slots, *also_locked) + ((iterations,) if iterations is not None else ())
 
     def update():
-        old = _read_kernel(var)
-        current = [_read_kernel(s) for s in slots]
+        old = read_kernel(var)
+        current = [read_kernel(s) for s in slots]
         _check_like(opname, var, old, grad=grad, **{f"slot {s.name}": c for s, c in zip(slots, current)})
-        count = _read_kernel(iterations) if iterations is not None else None
+        count = read_kernel(iterations) if iterations is not None else None
         step = int(count) + 1 if count is not None else int(t)
         dt = old.dtype.type
         if decay:
@@ -165,12 +165,12 @@ def _nadam_kernel(lr, beta_1, beta_2, epsilon, wd, t, grad, var, m, v, u_product
     """Keras Nadam (momentum schedule 0.96); the step's first variable advances the shared `u_product`."""
     def compute(dt, old, slots, g, step):
         if first:
-            u_product._value = nadam_u_product(_read_kernel(u_product), beta_1, step)
+            u_product._value = nadam_u_product(read_kernel(u_product), beta_1, step)
         one, half, decay_rate = dt(1), dt(0.5), dt(0.96)
         b1, b2, local, following = dt(beta_1), dt(beta_2), dt(step), dt(step + 1)
         u_t = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, local))))
         u_t_1 = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, following))))
-        u_prod_t = dt(_read_kernel(u_product))
+        u_prod_t = dt(read_kernel(u_product))
         u_prod_t_1 = np.multiply(u_prod_t, u_t_1)
         b2_power = np.power(b2, local)
         new_m = np.add(slots[0], np.multiply(np.subtract(g, slots[0]), np.subtract(one, b1)))

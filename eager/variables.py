@@ -38,7 +38,7 @@ from .tensor import Tensor, TensorRef
 _ids = itertools.count(1)
 
 
-def _read_kernel(var):
+def read_kernel(var):
     v = var._value
     if v is None:
         raise FailedPreconditionError(
@@ -56,7 +56,7 @@ def _check_assignable(var, value, opname):
                                    f"variable {var.name} of shape {var._shape}", op_name=opname)
 
 
-def _assign_kernel(value, var):
+def assign_kernel(value, var):
     _check_assignable(var, value, "AssignVariableOp")
     with var._lock:
         var._value = value
@@ -66,7 +66,7 @@ def _assign_kernel(value, var):
 def _update_kernel(fn, opname):
     def kernel(delta, var):
         with var._lock:             # read, compute and store under one lock: no lost updates
-            old = _read_kernel(var)
+            old = read_kernel(var)
             new = fn(old, delta)
             if np.shape(new) != np.shape(old):
                 raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
@@ -82,8 +82,8 @@ def _infer_read(specs, attrs):
     return [Spec(v.shape.dims, v.dtype)]
 
 
-READ = op("ReadVariableOp", _read_kernel, _infer_read, lambda op, *dy: [], effect="read")
-ASSIGN = op("AssignVariableOp", _assign_kernel, _infer_read, effect="write")
+READ = op("ReadVariableOp", read_kernel, _infer_read, lambda op, *dy: [], effect="read")
+ASSIGN = op("AssignVariableOp", assign_kernel, _infer_read, effect="write")
 ASSIGN_ADD = op("AssignAddVariableOp", _update_kernel(np.add, "AssignAddVariableOp"), _infer_read,
                 effect="write")
 ASSIGN_SUB = op("AssignSubVariableOp", _update_kernel(np.subtract, "AssignSubVariableOp"), _infer_read,
@@ -114,7 +114,7 @@ def _apply_gd_kernel(alpha, delta, var):
 
 
 def _apply_gd_locked(alpha, delta, var, opname):
-    old = _read_kernel(var)
+    old = read_kernel(var)
     if delta.dtype != old.dtype or alpha.dtype != old.dtype:
         raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
                                    f"({as_dtype(delta.dtype).name}) must have the dtype of variable {var.name} "
@@ -139,7 +139,7 @@ def _scatter_kernel(kind, opname):
     """ResourceScatterNd{Update,Add,Sub}: write `updates` at the coordinates `indices` (last dim) of `var`."""
     def kernel(indices, updates, var):
         with var._lock:
-            old = _read_kernel(var)
+            old = read_kernel(var)
             if updates.dtype != old.dtype:
                 raise InvalidArgumentError(f"{opname}: updates have dtype {as_dtype(updates.dtype).name}, but "
                                            f"variable {var.name} has dtype {var._dtype.name}", op_name=opname)
@@ -243,14 +243,34 @@ class Variable:
         return execute(READ, (), {"var": self})
 
     def numpy(self):
-        return _read_kernel(self)
+        return read_kernel(self)
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(_read_kernel(self))
+        a = np.asarray(read_kernel(self))
         return a if dtype is None else a.astype(dtype)
 
     def is_initialized(self) -> bool:
         return self._value is not None
+
+    # -- raw storage (runtimes that snapshot and restore variables, e.g. a distributed task's undo log) ---
+    def stored_array(self):
+        """The stored NumPy array itself (no copy, None when uninitialized).  Stores replace the array,
+        never mutate it, so the result is a stable snapshot that `replace_stored_array` can compare."""
+        return self._value
+
+    def replace_stored_array(self, new, expected=None, check: bool = True) -> bool:
+        """Store array `new` under the variable's lock, without recording anything; returns True.
+
+        `expected` (an array `stored_array` returned): store only if the variable still holds exactly
+        that array (compare-and-set), else change nothing and return False.  `check`: refuse a value
+        of the wrong dtype or shape (InvalidArgumentError), as an assign does."""
+        if check:
+            _check_assignable(self, new, "AssignVariableOp")
+        with self._lock:
+            if expected is not None and self._value is not expected:
+                return False
+            self._value = new
+            return True
 
     # -- writing ------------------------------------------------------------
     def _as_update(self, value, opname):
@@ -309,13 +329,13 @@ class Variable:
         return format(self.value(), format_spec)
 
     def __float__(self):
-        return float(_read_kernel(self))
+        return float(read_kernel(self))
 
     def __int__(self):
-        return int(_read_kernel(self))
+        return int(read_kernel(self))
 
     def __index__(self):
-        return int(_read_kernel(self))
+        return int(read_kernel(self))
 
     def __len__(self):
         return len(self.value())

@@ -1,8 +1,8 @@
 """Graph building: what happens when an op is dispatched while a graph is the context.
 
-`GraphBuilder` is the base class of `Graph`; it implements the context interface
-eager's dispatch expects (`add_op`, `create_variable`, `build_cond`,
-`build_while`, `build_case`).  `GraphKeys` (the standard collection names,
+`GraphBuilder` is the base class of `Graph`; it implements eager's declared
+context protocol `eager.context.Context` (`add_op`, `add_node`,
+`create_variable`, `build_cond`, `build_while`, `build_case`).  `GraphKeys` (the standard collection names,
 re-exported by graph.py) lives here because variable creation files variables
 under them.  `add_op`:
 
@@ -113,8 +113,8 @@ def foreign_tensor_error(tensor, what: str) -> Exception:
     return ValueError(f"Tensor {tensor.name!r} belongs to a different graph ({tensor.graph!r}) and {what}")
 
 
-class GraphBuilder:
-    """The graph-building context half of `Graph` (see the module docstring)."""
+class GraphBuilder(_context.Context):
+    """The graph-building context half of `Graph`: implements `eager.context.Context`."""
 
     is_eager = False
 

@@ -57,7 +57,7 @@ import numpy as np
 
 from eager import fp_semantics
 from eager.registry import attr_keywords
-from eager.variables import _read_kernel
+from eager.variables import read_kernel
 
 from . import generated_source
 from .op_traits import has_side_effects
@@ -197,7 +197,7 @@ def return_items(plan, em: Emitter, reg: dict) -> list:
         if r.kind == "value":
             items.append(reg[r.vid] + (".copy()" if r.copy else ""))
         elif r.kind == "var":
-            items.append(f"{em.bind('k', _read_kernel, share=True)}(var={em.bind('a', r.var)}).copy()")
+            items.append(f"{em.bind('k', read_kernel, share=True)}(var={em.bind('a', r.var)}).copy()")
         else:
             items.append("None")
     return items

@@ -20,7 +20,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from eager.variables import _assign_kernel
+from eager.variables import assign_kernel
 
 from . import deadline, partial_run as _partial
 from .executors import select
@@ -97,12 +97,12 @@ class LocalRuntime(Runtime):
     # -- variables, for Saver --------------------------------------------------------------
     def read_variables(self, variables) -> list:
         """The current values of `variables` (None where one holds no value)."""
-        return [v._value for v in variables]
+        return [v.stored_array() for v in variables]
 
     def assign_variables(self, pairs) -> None:
         """Set variables ((Variable, array) pairs; checked by the caller)."""
         for var, value in pairs:
-            _assign_kernel(value, var)     # the AssignVariableOp kernel: checked, under the variable's lock
+            assign_kernel(value, var)     # the AssignVariableOp kernel: checked, under the variable's lock
 
     def close(self) -> None:
         for plan in list(self._device_plans):   # before the executables go: dropping a plan's last reference

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
-from eager.variables import _read_kernel
+from eager.variables import read_kernel
 
 from .runtime_errors import op_error
 
@@ -125,7 +125,7 @@ class Schedule:
         if r.kind == "value":
             return values[r.vid].copy() if r.copy else values[r.vid]
         if r.kind == "var":
-            return _read_kernel(r.var).copy()
+            return read_kernel(r.var).copy()
         return None
 
     def finish(self, values) -> Any:

@@ -38,7 +38,6 @@ from .retrace_log import PhaseTimes
 from .trace_type import placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
-_tape_local = _tape_state._state
 
 
 def _is_tensor_leaf(x) -> bool:
@@ -81,7 +80,7 @@ class ConcreteFunction:
     _tape_info = None
 
     def _call(self, args, kwargs):
-        if _tape_local.tapes:
+        if _tape_state.any_recording():
             return self._call_recorded(args, kwargs)
         if not kwargs and all(type(a) is Tensor for a in args) and len(args) == len(self.inputs):
             arrays = [a._value for a in args]

@@ -33,8 +33,6 @@ from .retrace_log import RecentCalls, RetraceError, TraceRecord, retrace_forbidd
 from .signature import ArgInfo, call_key, cast_to_signature, describe
 
 
-_context_state = _context._state
-
 
 _log = logging.getLogger("graphjit.tracing")
 # Traces kept per function (and per instance, for methods) before the least recently used is dropped:
@@ -84,7 +82,7 @@ class Function:
 
     # -------------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
-        if not _context_state.stack[-1].is_eager:
+        if not _context.executing_eagerly():
             # called while tracing another function: inline this one into the outer graph
             return self._python_callable()(*args, **kwargs)
         if self._input_signature is not None:

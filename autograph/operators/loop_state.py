@@ -202,7 +202,7 @@ def _flatten_up_to(template, value) -> list:
     if isinstance(template, dict):
         if not isinstance(value, dict) or set(value) != set(template):
             raise ValueError(f"expected keys {sorted(template)}")
-        return [x for k in nest._sorted_keys(template)
+        return [x for k in nest.sorted_keys(template)
                 for x in _flatten_up_to(template[k], value[k])]
     if not isinstance(value, (list, tuple)) or len(value) != len(template):
         raise ValueError(f"expected a sequence of {len(template)} entries, got {value!r}")
@@ -255,7 +255,7 @@ def _check_initial(path: str, value, invariant) -> None:
     if invariant is None:
         return
     if isinstance(value, (list, tuple, dict)) and not is_tensor_array(value):
-        keys = ek.nest._sorted_keys(value) if isinstance(value, dict) else range(len(value))
+        keys = ek.nest.sorted_keys(value) if isinstance(value, dict) else range(len(value))
         for key in keys:
             _check_initial(f"{path}[{key!r}]" if isinstance(value, dict) else f"{path}[{key}]",
                            value[key], invariant[key])
@@ -297,9 +297,9 @@ def _check(path, init, entry, exit_, invariant):
         return _check_leaf(path, init, entry, exit_, invariant)
     nest = ek.nest
     if isinstance(entry, dict):
-        keys = nest._sorted_keys(entry)
+        keys = nest.sorted_keys(entry)
         parts = [(f"{path}[{k!r}]", k) for k in keys]
-    elif nest._is_namedtuple(entry):
+    elif nest.is_namedtuple(entry):
         parts = [(f"{path}.{f}", i) for i, f in enumerate(entry._fields)]
     else:
         parts = [(f"{path}[{i}]", i) for i in range(len(entry))]
@@ -310,7 +310,7 @@ def _check(path, init, entry, exit_, invariant):
             for p, key in parts}
     if isinstance(entry, dict):
         return {k: vals[k] for k in exit_}
-    if nest._is_namedtuple(entry):
+    if nest.is_namedtuple(entry):
         return type(exit_)(*[vals[i] for i in range(len(entry))])
     return type(exit_)(vals[i] for i in range(len(entry)))
 

@@ -18,6 +18,7 @@ from ..convert import convert_to_tensor, operand
 from ..dispatch import execute
 from ..dtypes import bool_
 from ..errors import InvalidArgumentError
+from ..shape import broadcast_shapes  # noqa: F401 - re-exported for the op modules
 from ..registry import Spec, op
 from ..shape import brief_repr
 from ..tensor import Tensor
@@ -27,29 +28,6 @@ _ctx_state = _context._state
 
 
 # ---------------------------------------------------------------- inference
-def broadcast_shapes(a, b, opname="op"):
-    """Static NumPy broadcasting over shapes that may contain None (or be None)."""
-    if a is None or b is None:
-        return None
-    n = max(len(a), len(b))
-    a = (1,) * (n - len(a)) + tuple(a)
-    b = (1,) * (n - len(b)) + tuple(b)
-    out = []
-    for x, y in zip(a, b):
-        if x == 1:
-            out.append(y)
-        elif y == 1:
-            out.append(x)
-        elif x is None or y is None:
-            out.append(x if y is None else y) if (x is None) != (y is None) else out.append(None)
-        elif x == y:
-            out.append(x)
-        else:
-            raise InvalidArgumentError(
-                f"{opname}: incompatible shapes for broadcasting: {list(a)} and {list(b)}", op_name=opname)
-    return tuple(out)
-
-
 def infer_same(specs, attrs):
     """Output has the shape and dtype of the first input."""
     return [Spec(specs[0].shape, specs[0].dtype)]

@@ -217,14 +217,11 @@ def print(*inputs, sep=" ", end="\n", output_stream=None, summarize=3, name=None
 def run_effect(opdef, inputs, attrs, name=None):
     """Dispatch an op without outputs: None eagerly; in a graph, the Operation.
 
-    `execute` can only hand back an op's outputs (none here), so graph contexts
-    that offer `add_node` (graph_runtime's builders) are asked for the
-    Operation itself, which callers can fetch or use as a control dependency.
+    `execute` can only hand back an op's outputs (none here), so the graph
+    context is asked for the Operation itself (`Context.add_node`), which
+    callers can fetch or use as a control dependency.
     """
     if executing_eagerly():
         execute(opdef, tuple(inputs), attrs, name)
         return None
-    add_node = getattr(_context.current(), "add_node", None)
-    if add_node is None:
-        return execute(opdef, tuple(inputs), attrs, name)
-    return add_node(opdef, tuple(inputs), attrs, name)
+    return _context.current().add_node(opdef, tuple(inputs), attrs, name)

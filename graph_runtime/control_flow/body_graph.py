@@ -153,13 +153,8 @@ class BodyGraph(AutoControlDependencies, Graph):
         hit = self.hoisted.get(id(var))
         if hit is not None:
             return hit[1]
-        saved = _tape_state._state.tapes
-        _tape_state._state.tapes = self._outer_tapes
-        try:
-            with _context.scope(self.outer):
-                outer_t = execute(READ, (), {"var": var})
-        finally:
-            _tape_state._state.tapes = saved
+        with _tape_state.recording_with(self._outer_tapes), _context.scope(self.outer):
+            outer_t = execute(READ, (), {"var": var})
         t = self.capture(outer_t)
         self.hoisted[id(var)] = (var, t)
         return t
@@ -208,24 +203,15 @@ def trace_together(outer, parts: list) -> list:
 
 def _trace_once(name, outer, fn, make_args, no_hoist, hoist_reads):
     body = BodyGraph(name, outer, hoist_reads=hoist_reads, no_hoist=no_hoist)
-    saved = _tape_state._state.tapes
-    body._outer_tapes = saved
-    _tape_state._state.tapes = []
-    try:
-        with body.as_default():
-            args = make_args(body)
-            result = fn(*args)
-    finally:
-        _tape_state._state.tapes = saved
+    body._outer_tapes = _tape_state.active_tapes()
+    with _tape_state.recording_with([]), body.as_default():
+        args = make_args(body)
+        result = fn(*args)
     return body, result
 
 
 @contextlib.contextmanager
 def paused_tapes():
     """No gradient tape records inside the block."""
-    saved = _tape_state._state.tapes
-    _tape_state._state.tapes = []
-    try:
+    with _tape_state.recording_with([]):
         yield
-    finally:
-        _tape_state._state.tapes = saved

@@ -145,7 +145,7 @@ def flatten_up_to(structure, shallow, what: str) -> list:
                 if not isinstance(o, dict) or set(o) != set(s):
                     raise ValueError(f"shape_invariants: {path} must be a dict with keys {sorted(s)} like "
                                      f"loop_vars, got {o!r}")
-                keys = nest._sorted_keys(s)
+                keys = nest.sorted_keys(s)
                 stack.extend(reversed([(s[k], o[k], f"{path}[{k!r}]") for k in keys]))
             else:
                 if not isinstance(o, (list, tuple)) or len(o) != len(s):

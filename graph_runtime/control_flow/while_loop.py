@@ -118,7 +118,7 @@ def _leaf_paths(structure):
         s, p = stack.pop()
         if nest.is_nested(s) and getattr(s, "_cf_flatten", None) is None:
             if isinstance(s, dict):
-                stack.extend(reversed([(s[k], f"{p}[{k!r}]") for k in nest._sorted_keys(s)]))
+                stack.extend(reversed([(s[k], f"{p}[{k!r}]") for k in nest.sorted_keys(s)]))
             else:
                 stack.extend(reversed([(v, f"{p}[{i}]") for i, v in enumerate(s)]))
         else:

@@ -161,7 +161,7 @@ class TaskServer:
         out = []
         for n in names:
             var = self.variables.get(n)
-            out.append(None if var is None or var._value is None else var._value)
+            out.append(None if var is None else var.stored_array())
         return out
 
     def assign_variables(self, values: dict, records=()) -> None:
@@ -175,12 +175,10 @@ class TaskServer:
             var = self.variables.get(n)
             if var is None:
                 raise _errors.NotFoundError(f"{self.task}: no variable {n!r} lives on this task")
-            if v.dtype != var._dtype.np_dtype or not var._shape.is_compatible_with(v.shape):
+            if v.dtype != var.dtype.np_dtype or not var.shape.is_compatible_with(v.shape):
                 raise _errors.InvalidArgumentError(
-                    f"{self.task}: cannot restore variable {n!r} ({var._dtype.name} {var._shape}) from a value "
+                    f"{self.task}: cannot restore variable {n!r} ({var.dtype.name} {var.shape}) from a value "
                     f"of dtype {v.dtype} and shape {list(v.shape)}")
         for n, v in values.items():
-            var = self.variables[n]
-            with var._lock:
-                var._value = v
+            self.variables[n].replace_stored_array(v, check=False)      # checked above, all first
 

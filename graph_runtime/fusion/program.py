@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from eager.errors import InvalidArgumentError
-from eager.ops._define import broadcast_shapes
+from eager.shape import broadcast_shapes
 from eager.registry import Spec
 
 from .recipes import COST_CLASS, NE_OPAQUE, NE_TEMPLATES, dummy, expand, kind_of

@@ -45,8 +45,9 @@ class Sym(Tensor):
         return f"<Sym {self._node.opdef.name if self._node else 'placeholder'} {self._spec}>"
 
 
-class SymbolicGraph:
-    is_eager = False
+class SymbolicGraph(context.Context):
+    """Implements the declared context protocol: ops are inferred and recorded; variables and control
+    flow are not supported here (graph_runtime's contexts support them)."""
 
     def __init__(self):
         self.ops = []
@@ -71,6 +72,18 @@ class SymbolicGraph:
         self.ops.append(node)
         outs = [Sym(s, node, i) for i, s in enumerate(out_specs)]
         return outs[0] if opdef.num_outputs == 1 else tuple(outs)
+
+    def add_node(self, opdef, inputs, attrs, name=None):
+        self.add_op(opdef, inputs, attrs, name)
+        return self.ops[-1]
+
+    def create_variable(self, var, init_tensor):
+        raise NotImplementedError("SymbolicGraph: no variables")
+
+    def build_cond(self, *args, **kwargs):
+        raise NotImplementedError("SymbolicGraph: no control flow")
+
+    build_while = build_case = build_cond
 
     def placeholder(self, shape, dtype):
         from eager.dtypes import as_dtype

@@ -31,7 +31,6 @@ from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
 
-_tape_local = _tape_state._state
 
 
 class SavedInput:
@@ -148,7 +147,7 @@ class RestoredFunction:
         if not _context.executing_eagerly():
             return self._call_in_graph(rc, slots)
         cf = rc.cf
-        if _tape_local.tapes:
+        if _tape_state.any_recording():
             from ..call_op import call_recorded
             return cf._pack(call_recorded(cf, [ek.convert_to_tensor(x) for x in slots]))
         return cf._run([x._value if isinstance(x, Tensor) else np.asarray(x) for x in slots])
