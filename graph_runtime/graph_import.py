@@ -50,13 +50,22 @@ def _split_tensor_name(s: str, where: str):
     return op, int(idx)
 
 
-class _DetachedContext:
-    """A non-eager context whose create_variable does nothing: makes uninitialized Variables."""
-
-    is_eager = False
+class _DetachedContext(_context.Context):
+    """A non-eager context whose create_variable does nothing: makes uninitialized Variables (and
+    nothing else: no op is built while it is current)."""
 
     def create_variable(self, var, init):
         return None
+
+    def add_op(self, opdef, inputs, attrs, name=None):
+        raise RuntimeError(f"internal error: {opdef.name} op built while making an imported variable")
+
+    add_node = add_op
+
+    def build_cond(self, *args, **kwargs):
+        raise RuntimeError("internal error: control flow built while making an imported variable")
+
+    build_while = build_case = build_cond
 
 
 def _make_variable(rec, ctx_where):

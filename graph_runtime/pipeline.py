@@ -11,20 +11,24 @@ through named stages, in order:
    tensors, target ops: Grappler's "nodes to preserve").  The ops nothing
    needs are dropped by the optimizer's `pruning` pass and by the compiler's
    schedule, which walk back from exactly these.
-2. `place`: assigns a device to every op (placement.py) when the config
+2. `residuals`: control-flow ops whose saved values the plan reads (their
+   gradients run in it, or the caller fetches them: `residual_specs`) are
+   replaced by copies that save exactly those values (residuals.py); the
+   user's graph is never changed.
+3. `place`: assigns a device to every op (placement.py) when the config
    names a device set (`device_count`, filled in by `Session`): a copy of the
    graph whose ops carry full device names, or the graph itself when there
    is one device and no op asks for one.  Bodies and traced functions
    (`device_count=None`) are not placed on their own.  Every op still runs
    on the host thread until partitioning exists.
-3. `optimize`: the pass pipeline (graph_runtime/passes) under
+4. `optimize`: the pass pipeline (graph_runtime/passes) under
    `config.optimize` / `config.disabled_passes` / `config.enabled_passes`
    (default-off passes such as `debug_stripper`) / `config.pass_options`
    (per-pass options, e.g. `{"signed_zeros": False}`); `keep_effects` keeps writes
    nothing fetches (function-like graphs).  Bodies of If/Case/While ops are
    optimized inside it by the `bodies` pass, with the same disabled passes.
    The request's tensors and ops are looked up again by name in the result.
-4. `partition`: when the placed ops are on several devices, one graph per
+5. `partition`: when the placed ops are on several devices, one graph per
    device joined by `_Send`/`_Recv` pairs (partition.py); `compile` then
    compiles one plan per partition into a `MultiDevicePlan`
    (multi_device.py: partitions run concurrently through a rendezvous).
@@ -32,7 +36,7 @@ through named stages, in order:
    its partitions are shipped to their tasks, which compile them
    (`compile_partition`: only the `TASK_PASSES` run there, nothing runs
    twice; graph_runtime/distributed).
-5. `compile`: `compile_plan` (compiler.py): schedule, lower, generate code.
+6. `compile`: `compile_plan` (compiler.py): schedule, lower, generate code.
    The plan records the optimizer's report (`plan.optimization_report`).
 
 `config` is a `SessionConfig` (None: the defaults).
@@ -50,7 +54,9 @@ from .operation import GraphTensor, Operation
 from .multi_device import MultiDevicePlan
 from .partition import split
 from .placement import local_devices, place_graph, variable_device
+from .passes import PassContext
 from .passes import optimize as run_optimizer
+from .residuals import with_residuals
 from .run_config import SessionConfig
 
 DEFAULT_CONFIG = SessionConfig()
@@ -59,7 +65,7 @@ DEFAULT_CONFIG = SessionConfig()
 # InplaceElementwise).  Every other pass runs once, on the driver, before the graph is split.
 TASK_PASSES = ("memory",)
 NO_OPTIMIZE = SessionConfig(optimize=False)
-STAGES = ("prune", "place", "optimize", "partition", "compile")
+STAGES = ("prune", "residuals", "place", "optimize", "partition", "compile")
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,12 @@ def prune(req: Request) -> Request:
             raise ValueError(f"{o!r} is not an operation of graph {graph!r}")
     names = [t.name for t in req.feeds] + [t.name for t in req.fetches] + [o.name for o in req.targets]
     return replace(req, preserve=tuple(names))
+
+
+def residuals(req: Request, fetched_specs=None) -> Request:
+    graph = with_residuals(req.graph, list(req.feeds), req.fetches, list(req.targets), fetched_specs,
+                           PassContext(probe=True))
+    return req if graph is req.graph else _in_graph(req, graph, req.report)
 
 
 def place(req: Request, config: SessionConfig, measured=None) -> Request:
@@ -156,7 +168,7 @@ def compile(req: Request, config: SessionConfig, container: str, check_feeds: bo
 def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> Request:
     """The stages before `compile` for a distributed session (config.cluster set): the request with one
     `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed)."""
-    req = prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets)))
+    req = residuals(prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets))))
     shipped = replace(config, disabled_passes=config.disabled_passes + TASK_PASSES)
     req = optimize(place(req, config), shipped, False)
     return partition(req, config, graph)
@@ -177,7 +189,7 @@ def compile_partition(graph, feeds, returns, targets, config: SessionConfig) -> 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,
             container: str = "tuple", check_feeds: bool = True, keep_effects: bool = False,
-            timings: Optional[dict] = None, split_devices: bool = True, measured=None) -> Plan:
+            timings: Optional[dict] = None, split_devices: bool = True, measured=None, residual_specs=None) -> Plan:
     """Compile `graph` for (feeds, fetches, targets) through the stages (see the module docstring).
 
     `fetches`: graph tensors whose values are returned; `returns` (optional)
@@ -188,11 +200,14 @@ def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] =
     places but does not partition: one plan runs every device's ops on the
     caller's thread (partial runs: the same results, one schedule to step
     through).  `measured` (op name -> microseconds, a Session's traced runs) refines placement's
-    cost model.
+    cost model.  `residual_specs`: fetched variant tensor name -> the save spec the caller's
+    reader of it needs (residuals.py; a body whose enclosing op saves a nested op's values, a
+    tape-recorded call's forward).
     """
     config = DEFAULT_CONFIG if config is None else config
     items = tuple(returns) if returns is not None else tuple(ReturnItem("value", t) for t in fetches)
     req = prune(Request(graph, tuple(feeds), items, tuple(targets)))
+    req = residuals(req, residual_specs)
     req = place(req, config, measured)
     t0 = time.perf_counter()
     req = optimize(req, config, keep_effects)

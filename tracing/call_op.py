@@ -8,17 +8,20 @@ differentiate with respect to those variables too); inside the plan those
 reads are fed with the values read just before the call.
 
 First order (`SavingCall`, TensorFlow's forward/backward function pair): the
-gradient ops are added to the traced graph once, at the first recorded call;
-the forward plan also returns the forward values they read (one opaque last
-output of the op), and `PartitionedCallSavedGrad` runs only the gradient ops
-from those values.  The function runs once per call: an assign inside a
+gradient ops are built once, at the first recorded call, in a copy of the
+traced graph (the traced graph never changes); the forward plan (of the traced
+graph) also returns the forward values they read (one opaque last output of
+the op; a control-flow op among them saves what its gradient reads, see
+graph_runtime/residuals.py), and `PartitionedCallSavedGrad` runs only the
+gradient ops from those values.  The function runs once per call: an assign inside a
 differentiated `while_loop` happens once, and the backward does no forward
 work.  When the backward would still have to run a forward op with effects
 (a control edge to it), the call falls back to recomputing.
 
 Recomputing (`CallPlan.backward`, and every order above the first): a
 backward plan from the call's inputs and the outputs' cotangents, built once
-per concrete function with `graph_runtime.gradients` on the traced graph.
+per concrete function with `graph_runtime.gradients` on a copy of the traced
+graph.
 The backward op `PartitionedCallGrad` is differentiable the same way (its
 plan's own `backward()`), so nested tapes around a call give second and
 higher derivatives, as differentiable as the traced graph's gradient ops.
@@ -42,7 +45,9 @@ from graph_runtime.compiler import prune
 from graph_runtime.control_flow.ops import VARIANT
 from graph_runtime.gradients import gradients
 from graph_runtime.op_traits import run_targets, var_of, written_vars
+from graph_runtime.passes import copy_graph
 from graph_runtime.pipeline import DEFAULT_CONFIG, prepare
+from graph_runtime.residuals import requests_of
 
 _lock = threading.RLock()
 
@@ -52,9 +57,10 @@ class CallPlan:
     """A plan of `graph` from `xs` to `ys` (`fn`, compiled on first use), and (built on demand) the plan
     of its gradient.
 
-    `backward()` adds the gradient ops to `graph` once (placeholders for the
-    cotangents of `ys`, then `graph_runtime.gradients`) and returns the plan
-    from `xs + cotangents` to the gradients of `xs` (zeros where unconnected).
+    `backward()` adds the gradient ops to a copy of `graph` once (placeholders
+    for the cotangents of `ys`, then `graph_runtime.gradients`; `graph` itself
+    never changes) and returns the plan from `xs + cotangents` to the
+    gradients of `xs` (zeros where unconnected), which recomputes the forward.
     That plan is a `CallPlan` too, so gradients of gradients go one level
     deeper each time, with no fixed limit.
     """
@@ -63,6 +69,7 @@ class CallPlan:
     xs: list
     ys: list
     targets: list = field(default_factory=list)
+    residual_specs: dict = field(default_factory=dict)     # fetched variant name -> save spec (residuals.py)
 
     def __post_init__(self):
         self._fn = None
@@ -75,15 +82,22 @@ class CallPlan:
             with _lock:
                 if self._fn is None:
                     self._fn = prepare(self.graph, list(self.xs), list(self.ys), list(self.targets),
-                                       DEFAULT_CONFIG, check_feeds=False)
+                                       DEFAULT_CONFIG, check_feeds=False, residual_specs=self.residual_specs)
         return self._fn
 
     def backward(self) -> "CallPlan":
         with _lock:
             if self._backward is None:
-                dys, grads = gradient_graph(self.graph, list(self.xs), list(self.ys))
-                self._backward = CallPlan(self.graph, list(self.xs) + dys, grads)
+                g = copy_graph(self.graph)          # the traced graph itself is never changed
+                xs, ys = _same_in(g, self.xs), _same_in(g, self.ys)
+                dys, grads = gradient_graph(g, xs, ys)
+                self._backward = CallPlan(g, xs + dys, grads)
             return self._backward
+
+
+def _same_in(graph, tensors) -> list:
+    """The tensors of the same names in `graph` (a copy of theirs)."""
+    return [graph.get_tensor_by_name(t.name) for t in tensors]
 
 
 def gradient_graph(graph, xs: list, ys: list) -> tuple:
@@ -101,10 +115,13 @@ def gradient_graph(graph, xs: list, ys: list) -> tuple:
 class SavingCall:
     """The first-order gradient of a traced call without running the function twice.
 
-    `build` adds the gradient ops to the graph first and finds the *boundary*: the forward tensors
-    they read.  `forward` computes the outputs and the boundary values (TensorFlow's forward function
-    that outputs the intermediates its backward needs); `backward` takes the inputs, the saved
-    boundary values and the outputs' cotangents, so none of the forward ops runs again: side effects
+    `build` adds the gradient ops to a copy of the traced graph (the graph itself never changes) and
+    finds the *boundary*: the forward tensors they read.  `forward` is a plan of the traced graph
+    computing the outputs and the boundary values (TensorFlow's forward function that outputs the
+    intermediates its backward needs; a boundary value that is a control-flow op's saved values makes
+    that op save what the gradient ops read: `residual_specs`); `backward`, a plan of the copy, takes
+    the inputs, the saved boundary values and the outputs' cotangents, so none of the forward ops runs
+    again: side effects
     in the function (e.g. an assign inside a `while_loop` whose gradient needs the loop's saved
     values) happen once per call, and the backward does no forward work.  None when the backward
     would still run a forward op with effects (a control edge to it): the call falls back to
@@ -116,19 +133,23 @@ class SavingCall:
 
     @classmethod
     def build(cls, graph, xs: list, ys: list, targets: list):
-        start = len(graph._ops)
-        dys, grads = gradient_graph(graph, xs, ys)
-        fed = {id(t) for t in xs}
+        g = copy_graph(graph)
+        gxs = _same_in(g, xs)
+        start = len(g._ops)
+        dys, grads = gradient_graph(g, gxs, _same_in(g, ys))
+        fed = {id(t) for t in gxs}
         boundary, seen = [], set()
-        for o in graph._ops[start:]:
+        for o in g._ops[start:]:
             for t in o._inputs:
                 if t._op._id < start and id(t) not in fed and id(t) not in seen:
                     seen.add(id(t))
                     boundary.append(t)
-        feeds = xs + boundary + dys
+        feeds = gxs + boundary + dys
         if any(o._id < start and o._opdef.effect != "none" for o in prune(feeds, grads, ())):
             return None
-        return cls(CallPlan(graph, xs, ys + boundary, targets), CallPlan(graph, feeds, grads), len(ys))
+        specs = {t.name: requests_of(t) for t in boundary if t.dtype is VARIANT}
+        forward = CallPlan(graph, xs, ys + _same_in(graph, boundary), targets, {n: s for n, s in specs.items() if s})
+        return cls(forward, CallPlan(g, feeds, grads), len(ys))
 
 
 class TapeCallInfo:

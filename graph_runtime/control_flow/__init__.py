@@ -12,7 +12,7 @@ built (eagerly they run Python).  Modules:
 - `structure`: flattening and the checks with their error messages;
 - `cond`, `while_loop`: the builders; `ops`: the op definitions, kernels and
   lowering; `plans`: compiled body plans;
-- `grad_state`, `vjp`, `grads`, `branch_grads`: gradients (VJP graphs; If/Case
+- `vjp`, `grads`, `branch_grads`, `while_higher`: gradients (VJP graphs; If/Case
   gradients are Case ops over VJP graphs, so differentiable again; WhileGrad);
 - `codecs`: GraphDef export/import of body-graph attrs.
 

@@ -3,9 +3,10 @@
 The gradient of an If/Case op (`branch_grad`) is built from two ordinary ops:
 
 1. `CFSavedValues(variant, *captures)` (`SAVED_VALUES`): unpacks what the
-   forward op saved for its gradient (see `grad_state.py`): output 0 is the
-   index of the branch that ran (int32), then one tensor per requested
-   intermediate of every branch (`slots`: `(branch, slot)` pairs).  For a
+   forward op saved for its gradient (graph_runtime/residuals.py): output 0
+   is the index of the branch that ran (int32), then one tensor per requested
+   intermediate of every branch (`slots`: `(branch, tensor name, sub)`; the
+   plans that run this op make the forward op save them).  For a
    branch that did not run its values are placeholders (zeros, never read).
 2. a `Case` (StatelessCase unless a VJP graph has effects) selected by that
    index, whose branch `b` is the VJP graph of forward branch `b`
@@ -35,9 +36,8 @@ from eager.dtypes import int32
 from eager.registry import Spec, op, register_gradient
 
 from .auto_deps import has_effects
-from .grad_state import GradState
 from .ops import CASE, IF, STATELESS_CASE, STATELESS_IF
-from .vjp import build_vjp, dys_for, finish_vjp, forward_op, input_index, request_saves
+from .vjp import build_vjp, dys_for, finish_vjp, forward_op, input_index, save_entry, saved_positions, spec_of
 
 
 def branches_of(attrs) -> tuple:
@@ -76,7 +76,7 @@ def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) ->
     keep = [k for k in range(len(wrt)) if any(gr[k] is not None for _, gr in built)]
     if not keep:
         return result
-    slots: list = []          # (branch, slot, body tensor) per CFSavedValues output after the index
+    slots: list = []          # (branch, body tensor name, sub, body tensor) per CFSavedValues output after the index
     feeds: list = []          # per branch: [(placeholder, ("dy", i) | ("cap", j) | ("saved", p))]
     for b, ((g, gr), body) in enumerate(zip(built, branches)):
         finish_vjp(g, gr, body, wrt, keep)
@@ -88,10 +88,8 @@ def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) ->
                 m.append((ph, ("cap", j)))
             else:
                 m.append((ph, ("saved", len(slots))))
-                slots.append((b, t))
+                slots.append((b, *save_entry(t, g), t))
         feeds.append(m)
-    nums, variant = request_saves(a, variant, slots)
-    slots = [(b, s, t) for (b, t), s in zip(slots, nums)]
     index, saved = saved_values(variant, caps, slots)
 
     def outer(b, ref):
@@ -102,8 +100,7 @@ def branch_vjp(a: dict, variant, caps: list, targets: list, cotangents: list) ->
     union = _unify([[(ph, outer(b, ref)) for ph, ref in m] for b, m in enumerate(feeds)], graphs)
     attrs = {"branches": tuple(graphs), "has_default": False,
              "Tout": tuple(caps[wrt[k]].dtype for k in keep),
-             "output_shapes": tuple(caps[wrt[k]].shape for k in keep),
-             "grad_state": GradState.for_bodies(len(graphs))}
+             "output_shapes": tuple(caps[wrt[k]].shape for k in keep)}
     stateful = any(has_effects(g) for g in graphs)
     outs = execute(CASE if stateful else STATELESS_CASE, (index, *union), attrs)
     for k, o in zip(keep, outs[:len(keep)]):
@@ -138,20 +135,22 @@ def _unify(mappings: list, graphs: list) -> list:
 
 def saved_values(variant, caps: list, slots: list):
     """`(branch index, [tensor per slot])` from a forward If/Case op's variant output."""
-    attrs = {"slots": tuple((b, s) for b, s, _ in slots),
-             "Tout": tuple(t.dtype for _, _, t in slots),
-             "output_shapes": tuple(t.shape for _, _, t in slots)}
+    attrs = {"slots": tuple((b, name, sub) for b, name, sub, _ in slots),
+             "Tout": tuple(t.dtype for *_, t in slots),
+             "output_shapes": tuple(t.shape for *_, t in slots)}
     outs = execute(SAVED_VALUES, (variant, *caps), attrs)
     outs = outs if isinstance(outs, tuple) else (outs,)
     return outs[0], list(outs[1:])
 
 
 def _saved_kernel(variant, *caps, slots, Tout, output_shapes, **_):
-    b, saved = variant
+    b, saved, names = variant
+    mine = [name for bb, name, _ in slots if bb == b]
+    at = iter(saved_positions(names, mine, "CFSavedValues"))
     outs = [np.asarray(b, np.int32)]
-    for (bb, s), d, shape in zip(slots, Tout, output_shapes):
+    for (bb, _, _), d, shape in zip(slots, Tout, output_shapes):
         if bb == b:
-            outs.append(saved[s])
+            outs.append(saved[next(at)])
         else:
             dims = () if shape.dims is None else tuple(0 if x is None else x for x in shape.dims)
             outs.append(np.zeros(dims, d.as_numpy_dtype))
@@ -166,12 +165,11 @@ def _saved_grad(op, *dys):
     """Cotangents of the saved intermediates -> cotangents of the forward op's captures."""
     fwd = forward_op(op.inputs[0])
     branches = branches_of(fwd.attrs)
-    state: GradState = fwd.attrs["grad_state"]
     targets: list = [[] for _ in branches]
     cots: list = [[] for _ in branches]
-    for (b, s), d, t in zip(op.attrs["slots"], dys[1:], op.outputs[1:]):
+    for (b, name, _), d, t in zip(op.attrs["slots"], dys[1:], op.outputs[1:]):
         if d is not None and t.dtype.is_floating:
-            targets[b].append(state.tensors(b, branches[b])[s])
+            targets[b].append(branches[b].get_tensor_by_name(name))
             cots[b].append(d)
     if not any(targets):
         return [None] * len(op.inputs)
@@ -180,6 +178,7 @@ def _saved_grad(op, *dys):
 
 SAVED_VALUES = op("CFSavedValues", _saved_kernel, _saved_infer, _saved_grad, num_outputs=-1,
                   attrs=("slots", "Tout", "output_shapes"),
+                  extra={"requests": lambda op, k: spec_of(op._attrs["slots"]) if k == 0 else None},
                   doc="The branch index and the intermediates an If/Case op saved for its gradient (attr slots).")
 
 for _op in (IF, STATELESS_IF, CASE, STATELESS_CASE):

@@ -30,7 +30,6 @@ from eager.errors import InvalidArgumentError
 
 from .auto_deps import has_effects
 from .body_graph import trace
-from .grad_state import GradState
 from .ops import CASE, IF, STATELESS_CASE, STATELESS_IF
 from .structure import flatten, merge_branch_outputs
 
@@ -119,8 +118,7 @@ def _build(graph, kind, selector, fns, labels, name, has_default):
         first = flats[0]
     caps = unify_inputs(bodies, 0)
     stateful = any(has_effects(b) for b in bodies)
-    attrs = {"Tout": tuple(d for d, _ in specs), "output_shapes": tuple(s for _, s in specs),
-             "grad_state": GradState.for_bodies(len(bodies))}
+    attrs = {"Tout": tuple(d for d, _ in specs), "output_shapes": tuple(s for _, s in specs)}
     if kind == "If":
         opdef = IF if stateful else STATELESS_IF
         attrs["then_branch"], attrs["else_branch"] = bodies

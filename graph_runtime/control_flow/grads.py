@@ -2,8 +2,10 @@
 
 The gradient of a body is a *VJP graph* (`vjp.build_vjp`): the registry's
 gradient rules run over the body's ops inside a new `BodyGraph`; forward values
-they use are fed from the forward op's inputs or saved by the forward op
-(`GradState.request`, returned through its `variant` output).  Nothing is
+they use are fed from the forward op's inputs or saved by the forward op: the
+gradient op names them (attr `saved` / `slots`) and every plan that runs it
+makes the forward op save them, returned through its `variant` output
+(graph_runtime/residuals.py; the user's op is never changed).  Nothing is
 recomputed, so side effects and random draws in the forward bodies are neither
 repeated nor redrawn.
 
@@ -40,7 +42,8 @@ from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op, register_gradien
 from . import branch_grads  # noqa: F401 - registers the If/Case gradient rule
 from .ops import STATELESS_WHILE, WHILE
 from .plans import body_plan
-from .vjp import build_vjp, dys_for, feed_spec, finish_vjp, request_saves
+from ..residuals import merge, requests_of
+from .vjp import build_vjp, dys_for, feed_spec, finish_vjp, save_entry, saved_positions
 
 
 # ------------------------------------------------------------------ While
@@ -79,10 +82,9 @@ def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: l
         return gv, gc
     finish_vjp(g, gr, body, wrt, keep)
     spec, wanted = feed_spec(g, body, n)
-    slots, variant = request_saves(a, variant, [(0, t) for t in wanted])
-    spec = tuple((k, i if k == 0 else slots[i]) for k, i in spec)
     cap_keep = [fcaps[k - nf] for k in keep[nf:]]
-    attrs = {"vjp": g, "feeds": spec, "n_dy": nf, "n_extra": len(extra_targets), "n_caps": len(caps),
+    attrs = {"vjp": g, "feeds": spec, "saved": tuple(save_entry(t, g) for t in wanted),
+             "n_dy": nf, "n_extra": len(extra_targets), "n_caps": len(caps),
              "cap_index": tuple(cap_keep),
              "Tout": tuple(a["Tout"][i] for i in fvars) + tuple(caps[j].dtype for j in cap_keep),
              "output_shapes": tuple(a["output_shapes"][i] for i in fvars) + tuple(caps[j].shape for j in cap_keep)}
@@ -95,12 +97,14 @@ def while_vjp(a: dict, variant, v0: list, caps: list, dv: list, extra_targets: l
     return gv, gc
 
 
-def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, n_extra=0, n_caps=None, vjp_outputs=None,
-                       **_):
+def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, saved=(), n_extra=0, n_caps=None,
+                       vjp_outputs=None, **_):
     if variant is None:
-        raise RuntimeError("WhileGrad: the forward While op saved no values (internal error: its gradient "
-                           "state was not active when it ran)")
-    n_iter, history = variant
+        raise RuntimeError("WhileGrad: the forward While op saved no values (internal error: the plan's "
+                           "residuals stage did not see this gradient)")
+    n_iter, history, names = variant
+    at = saved_positions(names, [name for name, _ in saved], "WhileGrad")
+    feeds = [(kind, i if kind == 0 else at[i]) for kind, i in feeds]
     dv, ext = rest[:n_dy], rest[n_dy:n_dy + n_extra]
     caps = rest[n_dy + n_extra:] if n_caps is None else rest[n_dy + n_extra:n_dy + n_extra + n_caps]
     plan = body_plan(vjp, (), True, vjp_outputs)
@@ -128,6 +132,23 @@ def _infer_grad(specs, attrs):
     return [Spec(s.dims, d) for d, s in zip(attrs["Tout"], attrs["output_shapes"])]
 
 
+def _requests(op, k):
+    """What this WhileGrad reads from input `k` (residuals.py): the forward loop's saved values through
+    its variant input; for a captured variant (a loop inside a gradient body), what its VJP reads."""
+    a = op._attrs
+    if k == 0:
+        return merge([(tuple(a.get("saved", ())),)])
+    first_cap = 1 + a["n_dy"] + a.get("n_extra", 0)
+    j = k - first_cap
+    n_caps = a.get("n_caps")
+    if j < 0 or (n_caps is not None and j >= n_caps):
+        return None
+    base = a["n_dy"] + a.get("n_extra", 0)
+    vjp = a["vjp"]
+    return merge([requests_of(vjp.inputs[base + p]) for p, (kind, i) in enumerate(a["feeds"])
+                  if kind == 0 and i == j])
+
+
 def _lower_while_grad(op, ctx):
     return lambda *args: _while_grad_kernel(*args, **op._attrs)
 
@@ -145,8 +166,8 @@ def _drop_outputs(op, used: frozenset):
 
 
 WHILE_GRAD = op("WhileGrad", _while_grad_kernel, _infer_grad, GRADIENT_REGISTERED_LATER, num_outputs=-1,
-                extra={"lower": _lower_while_grad, "drop_outputs": _drop_outputs},
-                attrs=("vjp", "feeds", "n_dy", "n_extra", "n_caps", "cap_index", "Tout", "output_shapes",
+                extra={"lower": _lower_while_grad, "drop_outputs": _drop_outputs, "requests": _requests},
+                attrs=("vjp", "feeds", "saved", "n_dy", "n_extra", "n_caps", "cap_index", "Tout", "output_shapes",
                        "vjp_outputs"),
                 doc="Gradient of While: runs the VJP graph over the saved iterations in reverse "
                     "(inputs: variant, cotangents, per-iteration cotangent stacks, captures, loop inputs).")

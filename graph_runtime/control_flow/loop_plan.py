@@ -1,10 +1,10 @@
 """A While op's whole loop as one generated function: cond and body steps inlined in a Python `while`.
 
-`loop_plan(cond_g, body_g, n, has_max, extra=(), optimize=True)` returns a
+`loop_plan(cond_g, body_g, n, has_max, saves=(), optimize=True)` returns a
 `Plan` whose `fn(*loop_vars, [maximum_iterations,] *captures)` runs the loop
 and returns `loop_vars + (variant,)` (the While op's outputs).  The source is
 built from the cond and body plans (`plans.body_plan`: optimized by the
-default pipeline when `optimize` and no `extra` is given; lowering passes
+default pipeline when `optimize` and nothing is saved; lowering passes
 `optimize=False`, the `bodies` pass having optimized them already) with the
 shared pieces of `graph_runtime.codegen`:
 
@@ -23,17 +23,17 @@ so an iteration costs its kernel calls and nothing else: no plan calls, no
 argument tuples, no result tuples.  Loop variables live in `v*`, captures in
 `x*` (never overwritten); temporaries share one register pool.  With
 `has_max`, `i < limit` is checked before cond (zero iterations for a negative
-limit, as eagerly).  With `extra` (an active `GradState`: the body saves values
-for the gradient) each iteration appends the tuple of saved values to a
-history, and the variant output is `(iterations, history)`; otherwise it is
-None.
+limit, as eagerly).  With `saves` (the op's save spec for its body: values a
+gradient reads, graph_runtime/residuals.py) each iteration appends the tuple
+of saved values to a history, and the variant output is `(iterations,
+history, names)`; otherwise it is None.
 
 Errors: the plan's `steps` are the cond's steps followed by the body's, and
 `line_to_step` maps each generated line to one of them, so `plan.map_error`
 names the failing body op exactly as the separate plans would.
 
 The plan is cached on the body graph (`plans.cached`), keyed by the cond
-graph's name, the saved tensors' names, `has_max` and `optimize`.
+graph's name, the save spec, `has_max` and `optimize`.
 
 Imports `graph_runtime.codegen`, `graph_runtime.deadline`, `graph_runtime.plan` and siblings.
 """
@@ -45,21 +45,22 @@ from ..plan import Plan, Schedule
 from .plans import body_plan, cached
 
 
-def loop_plan(cond_g, body_g, n: int, has_max: bool, extra: tuple = (), optimize: bool = True) -> Plan:
+def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize: bool = True) -> Plan:
     """The generated loop of a While op (see the module docstring); cached on `body_g`."""
     # names, not ids (they survive a GraphDef round trip): a body graph belongs to one While op, whose cond
     # is rebuilt together with it by every pass that rebuilds either
-    key = ("loop", cond_g.name, tuple(t.name for t in extra), bool(has_max), bool(optimize))
+    key = ("loop", cond_g.name, tuple(saves), bool(has_max), bool(optimize))
 
     def make():
         cplan = body_plan(cond_g, (), optimize)
-        bplan = body_plan(body_g, tuple(extra), optimize)
-        return (None, _generate(cplan, bplan, n, has_max, bool(extra)))
+        bplan = body_plan(body_g, tuple(saves), optimize)
+        return (None, _generate(cplan, bplan, n, has_max, tuple(name for name, _ in saves)))
 
     return cached(body_g, key, make)
 
 
-def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, save: bool) -> Plan:
+def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tuple) -> Plan:
+    save = bool(saved_names)
     n_caps = len(cplan.feeds) - n
     if len(bplan.feeds) != n + n_caps:
         raise ValueError(f"While: cond takes {len(cplan.feeds)} inputs but body takes {len(bplan.feeds)}; both "
@@ -106,7 +107,7 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, save: bool) -> Pl
     if has_max or save:
         inner.append(("i += 1", None))
     lines.extend(("    " + text, si) for text, si in inner)
-    variant = "(i, hist)" if save else "None"
+    variant = f"(i, hist, {em.bind('a', saved_names)})" if save else "None"
     lines.append((f"return ({''.join(v + ', ' for v in names[:n])}{variant},)", None))
     # the steps are listed for error mapping only (their deps index their own plans): not interpretable
     plan = Plan(Schedule(tuple(cplan.feeds), tuple(cplan.steps) + tuple(bplan.steps), {}, (), "tuple", 0))

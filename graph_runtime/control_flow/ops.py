@@ -5,19 +5,23 @@ plans (`plans.body_plan`); the `Stateless*` variant is chosen when no body has
 side effects, so optimizer passes may treat it like any pure op.
 
 - `If(pred, *captures)`, attrs `then_branch`, `else_branch`, `Tout`,
-  `output_shapes`, `grad_state`.  Both branches take all captures as inputs.
+  `output_shapes`.  Both branches take all captures as inputs.
 - `Case(branch_index, *captures)`, attrs `branches` (a tuple; with a `default`
-  it is the last one and `has_default` is True), `Tout`, `output_shapes`,
-  `grad_state`.  An index out of range runs the last branch.
+  it is the last one and `has_default` is True), `Tout`, `output_shapes`.
+  An index out of range runs the last branch.
 - `While(*loop_vars, [maximum_iterations,] *captures)`, attrs `cond`, `body`,
-  `num_vars`, `has_max`, `Tout`, `output_shapes` (the shape invariants),
-  `grad_state`.  Cond and body both take `loop vars + captures`.
+  `num_vars`, `has_max`, `Tout`, `output_shapes` (the shape invariants).
+  Cond and body both take `loop vars + captures`.
 
-Every op has one extra, last output of dtype `variant`: what its gradient needs
-from the forward run (for a While, `None` unless a gradient was built
-for the op, see `grad_state.py`).  For a While it is `(iterations, [saved values per
-iteration])`, so memory grows with the iteration count only for loops that are
-differentiated; for If/Case it is `(branch taken, saved values)`.
+Every op has one extra, last output of dtype `variant`: the body values its
+gradient reads.  The user's ops save nothing; a plan that runs a gradient
+runs a copy of the op with the attr `saves` (a save spec, made by the
+pipeline's residuals stage: graph_runtime/residuals.py).  For a While the
+variant is then `(iterations, [saved values per iteration], names)` (else
+None), so memory grows with the iteration count only in plans that
+differentiate the loop; for If/Case it is `(branch taken, saved values,
+names)`.  The `input_bodies` hook tells the residuals stage which body
+placeholders an input feeds (a variant passed into a body is read there).
 
 Lowering (`OpDef.extra["lower"]`): the executor asks for a callable per op; it
 binds the bodies' plans once, compiled as they are: the `bodies` pass of the
@@ -35,7 +39,7 @@ them (`branch_grads.py`: If/Case, `grads.py`: While; `registry.register_gradient
 a gradient builds the op it differentiates (a Case, a While), so those modules
 import this one, not the other way round.
 
-Imports `eager`, `graph_runtime.deadline` and siblings (`grad_state`, `loop_plan`, `plans`).
+Imports `eager`, `graph_runtime.deadline`, `graph_runtime.residuals` and siblings (`loop_plan`, `plans`).
 """
 from __future__ import annotations
 
@@ -44,7 +48,7 @@ from eager.errors import InvalidArgumentError
 from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op
 
 from .. import deadline
-from .grad_state import GradState
+from ..residuals import body_saves
 from .loop_plan import loop_plan
 from .plans import body_plan
 
@@ -68,39 +72,32 @@ def _infer(specs, attrs):
 
 
 # ------------------------------------------------------------------ If / Case
-def _branch_runner(branches, state: GradState, optimize: bool, freeze: bool = True):
-    """`run(b, caps) -> outputs + (variant,)` with plans bound.
-
-    `freeze` (a compiled plan): the requests are read once, now, and the state frozen, so the plan
-    never changes behaviour; otherwise (a one-off kernel call) they are read at each run.
-    """
-    plain = [body_plan(g, (), optimize) for g in branches]
-    snapshot = state.freeze(branches)[1] if freeze else None
+def _branch_runner(branches, saves, optimize: bool):
+    """`run(b, caps) -> outputs + (variant,)` with plans bound; `saves`: the op's save spec (or None)."""
+    plans = [body_plan(g, body_saves(saves, b), optimize) for b, g in enumerate(branches)]
+    names = [tuple(n for n, _ in body_saves(saves, b)) for b in range(len(branches))]
+    n_out = [len(g.outputs) for g in branches]
 
     def run(b, caps):
-        saves = snapshot[b] if snapshot is not None else tuple(state.tensors(b, branches[b]))
-        if saves:
-            plan = body_plan(branches[b], saves)
-            try:
-                outs = plan.fn(*caps)
-            except Exception as e:
-                raise plan.map_error(e) from None
-            n = len(branches[b].outputs)
-            return outs[:n] + ((b, outs[n:]),)
-        plan = plain[b]
+        plan = plans[b]
         try:
-            return plan.fn(*caps) + ((b, ()),)
+            outs = plan.fn(*caps)
         except Exception as e:
             raise plan.map_error(e) from None
+        if names[b]:
+            n = n_out[b]
+            return outs[:n] + ((b, outs[n:], names[b]),)
+        return outs + ((b, (), ()),)
     return run
 
 
-def _if_kernel(pred, *caps, then_branch, else_branch, grad_state, **_):
-    return _branch_runner((then_branch, else_branch), grad_state, True, freeze=False)(0 if pred else 1, caps)
+def _if_kernel(pred, *caps, then_branch, else_branch, saves=None, **_):
+    return _branch_runner((then_branch, else_branch), saves, True)(0 if pred else 1, caps)
 
 
 def _lower_if(op, ctx):
-    run = _branch_runner((op._attrs["then_branch"], op._attrs["else_branch"]), op._attrs["grad_state"], False)
+    a = op._attrs
+    run = _branch_runner((a["then_branch"], a["else_branch"]), a.get("saves"), False)
 
     def if_(pred, *caps):
         return run(0 if pred else 1, caps)
@@ -114,14 +111,14 @@ def case_branch(index, n_branches: int, has_default: bool) -> int:
     return i if 0 <= i < n_indexed else n_branches - 1
 
 
-def _case_kernel(index, *caps, branches, has_default, grad_state, **_):
-    return _branch_runner(branches, grad_state, True, freeze=False)(case_branch(index, len(branches), has_default),
-                                                                    caps)
+def _case_kernel(index, *caps, branches, has_default, saves=None, **_):
+    return _branch_runner(branches, saves, True)(case_branch(index, len(branches), has_default), caps)
 
 
 def _lower_case(op, ctx):
-    branches, has_default = op._attrs["branches"], op._attrs["has_default"]
-    run = _branch_runner(branches, op._attrs["grad_state"], False)
+    a = op._attrs
+    branches, has_default = a["branches"], a["has_default"]
+    run = _branch_runner(branches, a.get("saves"), False)
     n = len(branches)
 
     def case(index, *caps):
@@ -130,22 +127,11 @@ def _lower_case(op, ctx):
 
 
 # ------------------------------------------------------------------ While
-def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, optimize: bool, freeze: bool = True):
-    """`run(*loop_vars, [maximum_iterations,] *captures) -> loop_vars + (variant,)` (loop_plan.py).
-
-    `freeze`: as `_branch_runner` (a compiled plan fixes the requests now).
-    """
-    plain = loop_plan(cond_g, body_g, n, has_max, (), optimize)
-    if freeze:
-        active, saves = state.freeze((body_g,))
-        fixed = loop_plan(cond_g, body_g, n, has_max, saves[0], optimize) if active else plain
+def _while_runner(cond_g, body_g, n: int, has_max: bool, saves, optimize: bool):
+    """`run(*loop_vars, [maximum_iterations,] *captures) -> loop_vars + (variant,)` (loop_plan.py)."""
+    plan = loop_plan(cond_g, body_g, n, has_max, body_saves(saves, 0), optimize)
 
     def run(*args):
-        if freeze:
-            plan = fixed
-        else:
-            plan = loop_plan(cond_g, body_g, n, has_max, tuple(state.tensors(0, body_g)), optimize) \
-                if state.active else plain
         try:
             return plan.fn(*args)
         except Exception as e:
@@ -153,30 +139,29 @@ def _while_runner(cond_g, body_g, n: int, has_max: bool, state: GradState, optim
     return run
 
 
-def _while_kernel(*args, cond, body, num_vars, has_max, grad_state, **_):
-    return _while_runner(cond, body, num_vars, has_max, grad_state, True, freeze=False)(*args)
+def _while_kernel(*args, cond, body, num_vars, has_max, saves=None, **_):
+    return _while_runner(cond, body, num_vars, has_max, saves, True)(*args)
 
 
 def _lower_while(op, ctx):
     a = op._attrs
-    return _while_runner(a["cond"], a["body"], a["num_vars"], a["has_max"], a["grad_state"], False)
+    return _while_runner(a["cond"], a["body"], a["num_vars"], a["has_max"], a.get("saves"), False)
 
 
 # ------------------------------------------------------------------ bodies through an interpreting executor
 # `extra["interpret"](op, executor) -> callable(*args)`: the same semantics as the lowered callables, with each
 # body plan run by `executor.run_body` (executors.py), so a traced run records the ops inside the bodies.  An
-# op whose gradient saves body values (active grad state) runs its lowered form (the saves are generated code).
+# op that saves body values for a gradient (attr `saves`) runs its lowered form (the saves are generated code).
 def _interpret_branches(op, ex, pick, lower):
     a = op._attrs
-    if a["grad_state"].active:
+    if a.get("saves"):
         return lower(op, None)
     branches = a["branches"] if "branches" in a else (a["then_branch"], a["else_branch"])
-    a["grad_state"].freeze(branches)
     plans = [body_plan(g, (), False) for g in branches]
 
     def run(selector, *caps):
         b = pick(selector, len(branches), a)
-        return tuple(ex.run_body(plans[b], caps)) + ((b, ()),)
+        return tuple(ex.run_body(plans[b], caps)) + ((b, (), ()),)
     return run
 
 
@@ -190,9 +175,8 @@ def _interpret_case(op, ex):
 
 def _interpret_while(op, ex):
     a = op._attrs
-    if a["grad_state"].active:
+    if a.get("saves"):
         return _lower_while(op, None)
-    a["grad_state"].freeze((a["body"],))
     n, has_max = a["num_vars"], a["has_max"]
     cplan, bplan = body_plan(a["cond"], (), False), body_plan(a["body"], (), False)
 
@@ -211,12 +195,30 @@ def _interpret_while(op, ex):
     return run
 
 
+# ------------------------------------------------------------------ residual hooks (graph_runtime/residuals.py)
+def _branch_input_bodies(op, k):
+    """The branch placeholders fed by input `k` (0 is the selector, then one input per capture)."""
+    a = op._attrs
+    branches = a["branches"] if "branches" in a else (a["then_branch"], a["else_branch"])
+    return [g.inputs[k - 1] for g in branches] if k >= 1 else []
+
+
+def _while_input_bodies(op, k):
+    a = op._attrs
+    n = a["num_vars"]
+    if a["has_max"]:
+        if k == n:
+            return []
+        k = k - 1 if k > n else k
+    return [a["cond"].inputs[k], a["body"].inputs[k]]
+
+
 # ------------------------------------------------------------------ registration
-_COMMON_ATTRS = ("Tout", "output_shapes", "grad_state")
+_COMMON_ATTRS = ("Tout", "output_shapes", "saves")
 
 
-def _pair(name, kernel, lower, interpret, attrs, doc):
-    extra = {"lower": lower, "interpret": interpret}
+def _pair(name, kernel, lower, interpret, input_bodies, attrs, doc):
+    extra = {"lower": lower, "interpret": interpret, "saves": True, "input_bodies": input_bodies}
     grad = GRADIENT_REGISTERED_LATER      # branch_grads.py / grads.py register the rules
     stateful = op(name, kernel, _infer, grad, effect="write", num_outputs=-1, extra=dict(extra),
                   attrs=attrs + _COMMON_ATTRS, doc=doc + " Some body has side effects.")
@@ -225,11 +227,12 @@ def _pair(name, kernel, lower, interpret, attrs, doc):
     return stateful, stateless
 
 
-IF, STATELESS_IF = _pair("If", _if_kernel, _lower_if, _interpret_if, ("then_branch", "else_branch"),
+IF, STATELESS_IF = _pair("If", _if_kernel, _lower_if, _interpret_if, _branch_input_bodies,
+                         ("then_branch", "else_branch"),
                          "Run then_branch(*captures) if pred else else_branch(*captures).")
-CASE, STATELESS_CASE = _pair("Case", _case_kernel, _lower_case, _interpret_case,
+CASE, STATELESS_CASE = _pair("Case", _case_kernel, _lower_case, _interpret_case, _branch_input_bodies,
                              ("branches", "has_default"),
                              "Run branches[branch_index](*captures) (out of range: the last branch).")
-WHILE, STATELESS_WHILE = _pair("While", _while_kernel, _lower_while, _interpret_while,
+WHILE, STATELESS_WHILE = _pair("While", _while_kernel, _lower_while, _interpret_while, _while_input_bodies,
                                ("cond", "body", "num_vars", "has_max"),
                                "loop_vars = body(*loop_vars, *captures) while cond(*loop_vars, *captures).")

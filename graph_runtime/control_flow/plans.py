@@ -1,8 +1,8 @@
 """Compiled plans of body graphs: compile once per (body, extra fetches, optimize), replay per iteration.
 
-`body_plan(graph, extra=(), optimize=True)` compiles `graph` through the
+`body_plan(graph, saves=(), optimize=True)` compiles `graph` through the
 pipeline (`pipeline.prepare`): feeds are `graph.inputs`, fetches are
-`graph.outputs` followed by `extra` (intermediates saved for gradients),
+`graph.outputs` followed by the tensors `saves` names (saved for gradients),
 targets are the graph's writes (`stateful_ops_in_order`), so side effects run
 even when no output depends on them, and writes are kept by the optimizer
 (`keep_effects`).  Feed checks are off: the values come from the enclosing op,
@@ -14,18 +14,17 @@ Who optimizes a body:
 - a body reached by lowering (the op is part of a plan `prepare` compiled)
   was already optimized by the `bodies` pass of that plan's pipeline, with
   the plan's `SessionConfig`, or deliberately left as traced (optimization
-  off, the pass disabled, an active gradient state): lowering asks for
+  off, the pass disabled, values saved for a gradient): lowering asks for
   `optimize=False` and compiles it as it is;
 - a body run by an op's kernel outside any plan (eager control flow, a
   While gradient's VJP) asks for `optimize=True`: the default pipeline.
 `plan.optimization_report` holds the `OptimizationReport` (None when not
 optimized).
 
-A plan with `extra` fetches is never optimized: the extra tensors are save
-requests of an active `GradState` (grad_state.py), i.e. tensors of *this*
-graph object by identity, and a gradient's VJP graph reads them by position.
-So an op whose gradient exists runs its bodies as traced (the "left alone"
-rule every pass follows for ops with active grad state).
+A plan that saves values is never optimized: the saved tensors are named by
+the gradient that reads them (graph_runtime/residuals.py), in *this* graph.
+So an op whose values a gradient reads runs its bodies as traced (the "left
+alone" rule every pass follows for ops whose `variant` output is read).
 
 Hot paths call `plan.fn` (the generated function, no error mapping) and map
 an escaping error with `plan.map_error`; `call(plan, args)` does both.
@@ -45,24 +44,28 @@ from .auto_deps import stateful_ops_in_order
 __all__ = ["body_plan", "cached", "compiled_plans", "call"]
 
 
-def body_plan(graph, extra: tuple = (), optimize: bool = True, outputs=None) -> Plan:
-    """The compiled plan of a body graph returning `outputs + extra` as a tuple.
+def body_plan(graph, saves: tuple = (), optimize: bool = True, outputs=None) -> Plan:
+    """The compiled plan of a body graph returning `outputs` followed by the values `saves` lists.
 
-    `outputs`: indices of the graph's outputs to return (None: all of them); what only the others
-    need is not computed.
+    `saves`: the `(tensor name, sub)` entries of the enclosing op's save spec for this body
+    (graph_runtime/residuals.py; `sub` is the spec of a nested control-flow op whose variant output
+    is saved).  `outputs`: indices of the graph's outputs to return (None: all of them); what only
+    the others need is not computed.
     """
-    optimize = bool(optimize) and not extra
+    optimize = bool(optimize) and not saves
     outs = list(graph.outputs) if outputs is None else [graph.outputs[i] for i in outputs]
 
     def make():
-        plan = prepare(graph, list(graph.inputs), outs + list(extra), stateful_ops_in_order(graph),
-                       DEFAULT_CONFIG if optimize else NO_OPTIMIZE, check_feeds=False, keep_effects=True)
+        extra = [graph.get_tensor_by_name(name) for name, _ in saves]
+        plan = prepare(graph, list(graph.inputs), outs + extra, stateful_ops_in_order(graph),
+                       DEFAULT_CONFIG if optimize else NO_OPTIMIZE, check_feeds=False, keep_effects=True,
+                       residual_specs={name: sub for name, sub in saves if sub})
         if not optimize:
             plan.optimization_report = get(graph, ("report",))   # set when the `bodies` pass made `graph`
         return (None, plan)
 
     # keyed by names, which survive a GraphDef round trip (a tensor's name is unique in its graph)
-    key = ("plan", tuple(t.name for t in extra), optimize)
+    key = ("plan", tuple(saves), optimize)
     return cached(graph, key if outputs is None else key + (tuple(outputs),), make)
 
 

@@ -9,18 +9,19 @@ the new graph.  The rules use forward values: each forward body tensor they
 touch is *captured* by the VJP graph (`BodyGraph.capture`), so afterwards
 `vjp.captures` lists forward body tensors, each either an input of the body
 (fed with the matching input of the forward op) or an intermediate the forward
-op must save (`request_saves`: through `GradState.request`, or through a
-copy of the forward op when a compiled plan froze its state).  Nothing is
-recomputed, except by such a copy.
+op must save: the gradient op declares it (`save_entry`) and each plan that
+runs the gradient makes the forward op save it (graph_runtime/residuals.py).
+Nothing is recomputed and the forward op is never changed.
 
 Imports `eager` and siblings.
 """
 from __future__ import annotations
 
 from eager.backprop import backprop
-from eager.registry import Spec
 
+from ..residuals import merge, requests_of
 from .body_graph import BodyGraph, paused_tapes
+from .ops import VARIANT
 
 
 def build_vjp(body, targets: list, wrt_idx: list, name: str):
@@ -58,7 +59,7 @@ def input_index(body, t):
 
 def feed_spec(g, body, cap_offset: int) -> tuple:
     """How to feed each captured input of VJP graph `g`: `(spec, wanted)`, spec entries (0, capture index)
-    or (1, k) for the k-th of `wanted`, the body intermediates the forward op must save (`request_saves`)."""
+    or (1, k) for the k-th of `wanted`, the body intermediates the forward op must save (`save_entry`)."""
     spec, wanted = [], []
     for t in g.captures:
         j = input_index(body, t)
@@ -70,56 +71,30 @@ def feed_spec(g, body, cap_offset: int) -> tuple:
     return tuple(spec), wanted
 
 
-def request_saves(a: dict, variant, wanted: list):
-    """Slots of `wanted` ((body index, body tensor) pairs) in the saved values of the forward op with attrs
-    `a`, and the variant tensor to read them from; activates the op's gradient state.
-
-    When a compiled plan has frozen that state and it does not save all of `wanted`, the op is not
-    changed: the first of its copies that can serve them (`serving_forward`) takes the requests, and the
-    variant of that copy (captured where `variant` lives) is returned instead.
-    """
-    state = a["grad_state"]
-    if not state.serves(wanted):
-        fwd = forward_op(variant)
-        new = serving_forward(fwd, wanted)
-        state = new._attrs["grad_state"]
-        out = new._outputs[-1]
-        variant = out if variant is fwd._outputs[-1] else variant.graph.capture(out)
-    slots = [state.request(b, t) for b, t in wanted]
-    state.activate()
-    return slots, variant
+def save_entry(t, g) -> tuple:
+    """The save-spec entry `(name, sub)` for body tensor `t`, which VJP graph `g` captures: when `t` is
+    the variant output of a control-flow op in the body, `sub` is what `g`'s readers of it request from
+    that op (graph_runtime/residuals.py), so the enclosing op's plan makes it save those values."""
+    sub = None
+    if t.dtype is VARIANT:
+        sub = requests_of(g._capture_map[id(t)][1]) or None
+    return (t.name, sub)
 
 
-def serving_forward(fwd, wanted: list):
-    """The first copy of control-flow op `fwd` (same graph, inputs, bodies; `GradState.successor` chain)
-    whose gradient state can take `wanted`; a new copy with a thawed state when none can.  Refused for
-    ops whose bodies read or write state: running them twice would repeat or reorder their effects."""
-    from eager.errors import UnimplementedError
-    last = fwd
-    while True:
-        state = last._attrs["grad_state"]
-        if state.serves(wanted):
-            return last
-        if state.successor is None:
-            break
-        last = state.successor
-    if not fwd.type.startswith("Stateless"):
-        loc = fwd.location
-        where = f" (created at {loc.filename}:{loc.lineno})" if loc is not None else ""
-        raise UnimplementedError(
-            f"gradient of {fwd.type} op {fwd.name!r}{where} built after a compiled plan ran it: its body reads or "
-            f"writes state, so it cannot be run again to save the values the gradient needs. Build the gradient "
-            f"(gradients() / tape.gradient / minimize) before the first Session.run or call that runs the op",
-            op_name=fwd.type)
-    g = fwd._graph
-    attrs = dict(fwd._attrs)
-    attrs["grad_state"] = type(state)([list(s) for s in state.saves], state.active)
-    new = g._create_op(fwd._opdef, fwd._inputs, attrs, g.unique_name(fwd._name + "_for_grad"),
-                       [Spec(o._shape._dims, o._dtype, o._static_value) for o in fwd._outputs],
-                       fwd._control_inputs, fwd._device, fwd._frames)
-    new._colocate = fwd._colocate
-    state.successor = new
-    return new
+def spec_of(entries) -> tuple:
+    """A save spec from `(body index, name, sub)` triples."""
+    n = 1 + max((b for b, _, _ in entries), default=-1)
+    return merge([tuple(tuple((name, sub) for bb, name, sub in entries if bb == b) for b in range(n))])
+
+
+def saved_positions(variant_names, wanted_names, op_name: str) -> list:
+    """Positions of `wanted_names` in the names a forward op's variant value lists."""
+    pos = {n: i for i, n in enumerate(variant_names)}
+    try:
+        return [pos[n] for n in wanted_names]
+    except KeyError as e:
+        raise RuntimeError(f"{op_name}: the forward op did not save {e.args[0]!r} (internal error: the plan's "
+                           f"residuals stage did not see this reader)") from None
 
 
 def dys_for(op, dys, idx):

@@ -41,11 +41,11 @@ from eager.errors import InvalidArgumentError, UnimplementedError
 from eager.registry import Spec, op, register_gradient
 from eager.shape import TensorShape
 
+from ..residuals import merge
 from .auto_deps import has_effects
-from .grad_state import GradState
 from .grads import WHILE_GRAD, while_vjp
 from .ops import CASE, STATELESS_CASE
-from .vjp import forward_op
+from .vjp import forward_op, saved_positions
 
 
 def while_grad_grad(op, *dys):
@@ -74,7 +74,7 @@ def while_grad_grad(op, *dys):
     slots = sorted({i for kind, i in feeds if kind == 1})
     graph = _context.current()
     start = len(graph._ops)
-    n_iter, stacks = saved_stacks(fwd, variant, v0, caps, slots)
+    n_iter, stacks = saved_stacks(fwd, variant, v0, caps, [a["saved"][i] for i in slots])
     stack_of = dict(zip(slots, stacks))
     out_specs = [(o.dtype, o.shape) for o in op.outputs]
 
@@ -114,20 +114,20 @@ def call_graph(g, args: list, out_specs: list):
     """Run body graph `g` on `args` as a one-branch Case op (a differentiable call); returns its outputs."""
     from eager.convert import constant
     attrs = {"branches": (g,), "has_default": False, "Tout": tuple(d for d, _ in out_specs),
-             "output_shapes": tuple(s for _, s in out_specs), "grad_state": GradState.for_bodies(1)}
+             "output_shapes": tuple(s for _, s in out_specs)}
     outs = execute(CASE if has_effects(g) else STATELESS_CASE, (constant(0, dtype=int32), *args), attrs)
     return list(outs[:len(out_specs)])
 
 
-def saved_stacks(fwd, variant, v0: list, caps: list, slots: list):
-    """`(iterations, [stack per slot])` of While op `fwd`'s saved body values `slots`.
+def saved_stacks(fwd, variant, v0: list, caps: list, entries: list):
+    """`(iterations, [stack per entry])` of While op `fwd`'s saved body values `entries` ((name, sub)
+    save-spec entries, graph_runtime/residuals.py).
 
     `variant`, `v0`, `caps`: `fwd`'s variant output, loop inputs and captures as seen here.
     """
     body = fwd.attrs["body"]
-    saved = fwd.attrs["grad_state"].tensors(0, body)
-    ts = [saved[s] for s in slots]
-    attrs = {"slots": tuple(slots), "Tout": tuple(t.dtype for t in ts),
+    ts = [body.get_tensor_by_name(name) for name, _ in entries]
+    attrs = {"slots": tuple(entries), "Tout": tuple(t.dtype for t in ts),
              "output_shapes": tuple(TensorShape(None) if t.shape.dims is None else TensorShape([None] + list(t.shape.dims))
                                     for t in ts),
              "loop": fwd.name}
@@ -137,9 +137,10 @@ def saved_stacks(fwd, variant, v0: list, caps: list, slots: list):
 
 
 def _stacks_kernel(variant, *rest, slots, Tout, output_shapes, loop="while", **_):
-    n_iter, history = variant
+    n_iter, history, names = variant
+    at = saved_positions(names, [name for name, _ in slots], "CFSavedStacks")
     outs = [np.asarray(n_iter, np.int32)]
-    for s, d, shape in zip(slots, Tout, output_shapes):
+    for s, d, shape in zip(at, Tout, output_shapes):
         rows = [h[s] for h in history]
         if d.as_numpy_dtype is object:
             arr = np.empty(len(rows), object)
@@ -171,11 +172,10 @@ def _stacks_grad(op, *dys):
     from eager.ops.array import zeros_like
     fwd = forward_op(op.inputs[0])
     a = fwd.attrs
-    saved = a["grad_state"].tensors(0, a["body"])
     targets, cots = [], []
-    for s, d, t in zip(op.attrs["slots"], dys[1:], op.outputs[1:]):
+    for (name, _), d, t in zip(op.attrs["slots"], dys[1:], op.outputs[1:]):
         if d is not None and t.dtype.is_floating:
-            targets.append(saved[s])
+            targets.append(a["body"].get_tensor_by_name(name))
             cots.append(d)
     if not targets:
         return [None] * len(op.inputs)
@@ -188,6 +188,7 @@ def _stacks_grad(op, *dys):
 
 SAVED_STACKS = op("CFSavedStacks", _stacks_kernel, _stacks_infer, _stacks_grad, num_outputs=-1,
                   attrs=("slots", "Tout", "output_shapes", "loop"),
+                  extra={"requests": lambda op, k: merge([(tuple(op._attrs["slots"]),)]) if k == 0 else None},
                   doc="The iteration count and per-iteration values a While op saved for its gradient, "
                       "stacked (attr slots); for higher-order gradients.")
 

@@ -32,7 +32,6 @@ from eager.errors import InvalidArgumentError
 from .auto_deps import has_effects
 from .body_graph import trace_together
 from .cond import unify_inputs
-from .grad_state import GradState
 from .ops import STATELESS_WHILE, WHILE
 from .structure import (as_invariant, check_invariant_fits_initial, check_loop_outputs, flatten,
                         flatten_up_to)
@@ -103,8 +102,7 @@ def build_while(graph, cond, body, loop_vars, shape_invariants=None, maximum_ite
     caps = unify_inputs([cond_g, body_g], n)
     stateful = has_effects(cond_g) or has_effects(body_g)
     attrs = {"cond": cond_g, "body": body_g, "num_vars": n, "has_max": max_iter is not None,
-             "Tout": tuple(t.dtype for t in flat_in.tensors), "output_shapes": tuple(shapes),
-             "grad_state": GradState.for_bodies(1)}
+             "Tout": tuple(t.dtype for t in flat_in.tensors), "output_shapes": tuple(shapes)}
     inputs = list(flat_in.tensors) + ([max_iter] if max_iter is not None else []) + caps
     outs = execute(WHILE if stateful else STATELESS_WHILE, tuple(inputs), attrs, name)
     return flat_in.pack(list(outs[:n]))

@@ -21,7 +21,8 @@ from . import pruning, debug_stripper, constant_folding, arithmetic, cse, scale_
 from . import loop_invariant, dependency, memory, fusion, bodies, unused_outputs  # noqa: F401 (register)
 from .core import GraphPass, PassContext, PassError, PassStats, get_pass, register_pass, registered_passes
 from .manager import DEFAULT_PIPELINE, OptimizationReport, optimize, resolve_pipeline, run_pass
-from .rewriter import Rewriter
+from .rewriter import Rewriter, copy_graph
 
 __all__ = ["optimize", "run_pass", "OptimizationReport", "PassStats", "PassContext", "GraphPass", "get_pass",
-           "register_pass", "registered_passes", "resolve_pipeline", "DEFAULT_PIPELINE", "Rewriter", "PassError"]
+           "register_pass", "registered_passes", "resolve_pipeline", "DEFAULT_PIPELINE", "Rewriter", "PassError",
+           "copy_graph"]

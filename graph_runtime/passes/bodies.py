@@ -10,10 +10,10 @@ not the executor, and lowering (control_flow/ops.py) compiles the bodies it is
 given as they are.
 
 The op is copied with its bodies replaced (same name, inputs, control inputs,
-outputs); its `grad_state`, if any, is a fresh inactive one: a gradient built
-later refers to the original op and its original bodies.  Left alone: ops
-whose `grad_state` is active (a gradient saves tensors of those body objects
-by identity, the rule every pass follows).
+outputs); a gradient built later refers to the original op and its original
+bodies.  Left alone: ops whose bodies a gradient reads
+(`Rewriter.gradient_reads_bodies`: it names tensors of those bodies, the rule
+every pass follows).
 
 Optimized bodies are cached on the source body (`graph_cache`, key
 `("optimized", disabled passes)` -> `(graph, report)`) so every plan and
@@ -77,9 +77,6 @@ def _new_attrs(op, disabled: tuple, enabled: tuple = (), options: tuple = ()):
             attrs[k] = type(v)(new)
     if not changed:
         return None
-    state = attrs.get("grad_state")
-    if state is not None:
-        attrs["grad_state"] = type(state).for_bodies(len(state.saves))
     return attrs
 
 
@@ -89,8 +86,7 @@ def optimize_bodies(graph: Graph, ctx: PassContext):
     options = _body_options(ctx)
     rw = Rewriter(graph, ctx)
     for op in graph._ops:
-        state = op._attrs.get("grad_state")
-        attrs = None if state is not None and state.active else _new_attrs(op, disabled, enabled, options)
+        attrs = None if rw.gradient_reads_bodies(op) else _new_attrs(op, disabled, enabled, options)
         if attrs is None:
             rw.copy(op)
         else:

@@ -15,8 +15,8 @@ Results never change:
   anything whose validity depends on run-time values or shapes stays inside;
 - stateful ops (variable reads, random draws, prints) are never hoisted, nor is
   anything downstream of them;
-- ops whose gradient already saves body values (`grad_state.active`) are left
-  alone (the saved tensors are ids in the original body).
+- loops whose gradient reads body values (`Rewriter.gradient_reads_bodies`)
+  are left alone (the gradient names tensors of the original body).
 Nested loops are handled one level at a time (the manager re-runs the pass).
 
 Imports sibling pass modules and `eager`.
@@ -83,9 +83,8 @@ def hoist_loop_invariants(graph, ctx: PassContext):
 
 def _hoist_one(rw, op) -> bool:
     a = op._attrs
-    body, cond, n, state = a.get("body"), a.get("cond"), a.get("num_vars"), a.get("grad_state")
-    if body is None or cond is None or n is None or getattr(state, "active", False) or \
-            any(getattr(state, "saves", None) or []):
+    body, cond, n = a.get("body"), a.get("cond"), a.get("num_vars")
+    if body is None or cond is None or n is None or rw.gradient_reads_bodies(op):
         return False
     first_cap = n + (1 if a.get("has_max") else 0)
     if len(body.inputs) != n + len(op._inputs) - first_cap or len(cond.inputs) != len(body.inputs):
@@ -126,8 +125,6 @@ def _hoist_one(rw, op) -> bool:
     new_cond = _rebuild(cond, frontier, replace=False)
     attrs = dict(a)
     attrs["body"], attrs["cond"] = new_body, new_cond
-    if state is not None and hasattr(type(state), "for_bodies"):
-        attrs["grad_state"] = type(state).for_bodies(len(state.saves))
     inputs = rw.inputs(op) + [outer[id(o)] for o in frontier]
     new = rw.emit(op._opdef, inputs, attrs, like=op, name=op._name, control_inputs=rw.controls(op))
     rw._origin[id(new)] = op

@@ -52,7 +52,7 @@ from eager.shape import TensorShape
 from ..graph import Graph
 from ..op_traits import has_side_effects, is_pinned as is_stateful
 from ..operation import GraphTensor, Operation, attr_subgraphs
-from .core import GraphChanged
+from .core import GraphChanged, PassContext
 
 def same_items(a, b) -> bool:
     """True when sequences `a` and `b` hold the same objects (identity) in the same order."""
@@ -174,6 +174,17 @@ class Rewriter:
         if op._opdef.name != "Const" or op._name in self.ctx.preserve:
             return None
         return op._attrs["value"]
+
+    def gradient_reads_bodies(self, op: Operation) -> bool:
+        """True when control-flow `op` saves body values for a gradient (attr `saves`) or something reads
+        its last (`variant`) output: a gradient names tensors of its bodies, which must stay as they are
+        (graph_runtime/residuals.py)."""
+        if op._attrs.get("saves"):
+            return True
+        if not op._opdef.extra.get("saves") or not op._outputs:
+            return False
+        last = len(op._outputs) - 1
+        return bool(self._src_uses.get(id(op._outputs[last]), 0)) or self.ctx.output_needed(op, last)
 
     def single_use(self, t: GraphTensor) -> bool:
         """True when dst tensor `t` stands for a src tensor with exactly one consumer (and is not preserved)."""
@@ -399,3 +410,11 @@ class Rewriter:
         dst.inputs = [m for m in (self._map_obj(t) for t in src.inputs) if m is not None]
         dst.outputs = [m for m in (self._map_obj(t) for t in src.outputs) if m is not None]
         dst._version = max(dst._version, src._version + 1)
+
+
+def copy_graph(graph: Graph) -> Graph:
+    """A new graph with a copy of every op of `graph` (same names, inputs, attrs; variables shared), to
+    add ops to without changing `graph` (e.g. a traced function's gradient, tracing/call_op.py)."""
+    rw = Rewriter(graph, PassContext())
+    rw.copy_all()
+    return rw.finish()
