@@ -19,8 +19,8 @@ class Context(abc.ABC):
 
     `eager.dispatch.execute` hands every op to `add_op` when the context on top of the
     stack is not eager; `Variable` asks `create_variable`; `eager.cond` / `while_loop` /
-    `switch_case` ask `build_cond` / `build_while` / `build_case` for an If / While / Case op
-    whose branches or body they trace.
+    `switch_case` trace their callables with `trace_body` / `trace_bodies` and dispatch one
+    If / While / Case op holding the bodies (eager/staged_control_flow.py).
     """
 
     is_eager = False
@@ -38,16 +38,18 @@ class Context(abc.ABC):
         """Make `var` (a new `Variable`) part of the graph, initialized from `init_tensor`."""
 
     @abc.abstractmethod
-    def build_cond(self, pred, true_fn, false_fn, name=None):
-        """`eager.cond` in this graph: the branches traced, one If op."""
+    def trace_body(self, name: str, fn, make_args):
+        """Trace `fn(*make_args(body))` into a new body of this graph; returns `(body, fn's result)`.
+
+        The body is itself a context (current while `fn` runs) with `inputs` (`add_input(dtype,
+        shape, name)` appends one), settable `outputs`, `captures` (the outer tensors its trailing
+        inputs stand for; `capture(t)` adds one, or returns `t` when it is the body's own) and
+        `has_effects()`.  Tapes are paused while tracing (the op as a whole is recorded)."""
 
     @abc.abstractmethod
-    def build_while(self, cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None):
-        """`eager.while_loop` in this graph: cond and body traced, one While op."""
-
-    @abc.abstractmethod
-    def build_case(self, branch_index, branch_fns, default=None, name=None):
-        """`eager.switch_case` in this graph: the branches traced, one Case op."""
+    def trace_bodies(self, parts: list) -> list:
+        """Trace bodies that run in turn, repeatedly (a loop's cond and body): `parts` lists
+        `(name, fn, make_args)`; returns the bodies (see `trace_body`)."""
 
 
 class EagerContext:

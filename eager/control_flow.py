@@ -2,10 +2,10 @@
 
 Eagerly the predicate is read and the chosen Python callable runs, so results
 (and gradients through the tape) are exactly those of plain Python.  While a
-graph is being built, the context on top of the stack builds an If/While/Case
-op from traced subgraphs (`ctx.build_cond`, `ctx.build_while`,
-`ctx.build_case`, implemented in `graph_runtime`).  Structure checks shared by
-both modes live here.
+graph is being built, `staged_control_flow` traces the callables into bodies
+of the current graph (the context protocol's `trace_body` / `trace_bodies`)
+and dispatches one If/While/Case op like any other op.  Structure checks
+shared by both modes live here.
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from . import nest
 from .convert import convert_to_tensor
 from .errors import InvalidArgumentError
 from .tensor import Tensor
+from .control_flow_structure import normalize_body_result
+from .staged_control_flow import stage_case, stage_cond, stage_while
 
 
 def _as_python_bool(pred, what):
@@ -33,7 +35,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     ctx = _context.current()
     if ctx.is_eager:
         return true_fn() if _as_python_bool(pred, "cond") else false_fn()
-    return ctx.build_cond(pred, true_fn, false_fn, name)
+    return stage_cond(ctx, pred, true_fn, false_fn, name)
 
 
 def switch_case(branch_index, branch_fns, default=None, name=None):
@@ -52,7 +54,7 @@ def switch_case(branch_index, branch_fns, default=None, name=None):
         if 0 <= idx < len(branch_fns):
             return branch_fns[idx]()
         return (default or branch_fns[-1])()
-    return ctx.build_case(branch_index, branch_fns, default, name)
+    return stage_case(ctx, branch_index, branch_fns, default, name)
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None,
@@ -63,7 +65,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     single = not isinstance(loop_vars, (list, tuple)) or (isinstance(loop_vars, tuple) and hasattr(loop_vars, "_fields"))
     ctx = _context.current()
     if not ctx.is_eager:
-        return ctx.build_while(cond, body, loop_vars, shape_invariants, maximum_iterations, name)
+        return stage_while(ctx, cond, body, loop_vars, shape_invariants, maximum_iterations, name)
     vars_ = loop_vars
     limit = None if maximum_iterations is None else int(convert_to_tensor(maximum_iterations))
     i = 0
@@ -74,15 +76,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
         vars_ = type(vars_)(new) if isinstance(vars_, list) and isinstance(new, tuple) else new
         i += 1
     return vars_
-
-
-def normalize_body_result(vars_, new, single):
-    """A body of a single loop variable may return the bare value instead of a 1-list (as in TF)."""
-    if single or len(vars_) != 1:
-        return new
-    if isinstance(new, (list, tuple)) and not hasattr(new, "_fields") and len(new) == 1:
-        return new
-    return type(vars_)([new]) if isinstance(vars_, list) else (new,)
 
 
 def _call(fn, vars_, single):

@@ -2,7 +2,7 @@
 
 `GraphBuilder` is the base class of `Graph`; it implements eager's declared
 context protocol `eager.context.Context` (`add_op`, `add_node`,
-`create_variable`, `build_cond`, `build_while`, `build_case`).  `GraphKeys` (the standard collection names,
+`create_variable`, `trace_body`, `trace_bodies`).  `GraphKeys` (the standard collection names,
 re-exported by graph.py) lives here because variable creation files variables
 under them.  `add_op`:
 
@@ -21,10 +21,11 @@ Default op names follow TensorFlow 1: the op type (`MatMul`, `Const`,
 methods (`add`, `sub`, `mul`, `truediv`, ...), and variable ops, named after
 their variable (`w/read`, `w/Assign`).
 
-Control flow: `build_cond/build_while/build_case` delegate to builders
-registered with `register_control_flow_builder(kind, fn)` (the functional
-control-flow package registers them; `fn(graph, *args)` receives the graph
-first).  Without one registered they raise NotImplementedError.
+Control flow: `eager.cond` / `while_loop` / `switch_case` trace their
+callables through `trace_body` / `trace_bodies` and dispatch one op like any
+other (eager/staged_control_flow.py).  Tracing a body needs `BodyGraph`, which
+builds on `Graph`: the control-flow package installs it with
+`install_body_tracing` when imported.
 
 Imports `eager`, `device_spec`, `operation` and `resources` only.
 """
@@ -48,14 +49,22 @@ _VAR_SUFFIX = {"ReadVariableOp": "read", "AssignVariableOp": "Assign", "AssignAd
                "AssignSubVariableOp": "AssignSub"}
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_.\-/]*$")
 
-_CONTROL_FLOW_BUILDERS: dict[str, Callable] = {}
+_BODY_TRACING: dict[str, Callable] = {}
 
 
-def register_control_flow_builder(kind: str, fn: Callable) -> None:
-    """Install the graph builder for 'cond', 'while' or 'case' (`fn(graph, *args_of_build_x)`)."""
-    if kind not in ("cond", "while", "case"):
-        raise ValueError(f"unknown control-flow kind {kind!r}; expected 'cond', 'while' or 'case'")
-    _CONTROL_FLOW_BUILDERS[kind] = fn
+def install_body_tracing(trace: Callable, trace_together: Callable) -> None:
+    """Install how bodies are traced (`control_flow/body_graph.py`, which builds on `Graph` and so cannot
+    be imported here): `trace(name, outer, fn, make_args)` and `trace_together(outer, parts)`."""
+    _BODY_TRACING["trace"], _BODY_TRACING["trace_together"] = trace, trace_together
+
+
+def _body_tracing(kind: str) -> Callable:
+    fn = _BODY_TRACING.get(kind)
+    if fn is None:
+        raise NotImplementedError("cond/while_loop/switch_case on symbolic tensors need graph_runtime's "
+                                  "control-flow package (graph_runtime.control_flow), which installs body "
+                                  "tracing when imported")
+    return fn
 
 
 def default_op_name(opdef, attrs) -> str:
@@ -282,22 +291,9 @@ class GraphBuilder(_context.Context):
         """Variables created in this graph, in creation order."""
         return list(self._variables.values())
 
-    # -- functional control flow (implemented by the control-flow package) -------------
-    def _control_flow(self, kind: str, public: str):
-        fn = _CONTROL_FLOW_BUILDERS.get(kind)
-        if fn is None:
-            raise NotImplementedError(
-                f"{public} on symbolic tensors inside a graph needs the functional control-flow ops, which are "
-                f"not available (no builder registered for {kind!r} with "
-                f"graph_runtime.building.register_control_flow_builder)")
-        return fn
+    # -- bodies of functional control flow (traced by the control-flow package) ----------
+    def trace_body(self, name: str, fn, make_args):
+        return _body_tracing("trace")(name, self, fn, make_args)
 
-    def build_cond(self, pred, true_fn, false_fn, name=None):
-        return self._control_flow("cond", "cond")(self, pred, true_fn, false_fn, name)
-
-    def build_while(self, cond, body, loop_vars, shape_invariants=None, maximum_iterations=None, name=None):
-        return self._control_flow("while", "while_loop")(self, cond, body, loop_vars, shape_invariants,
-                                                          maximum_iterations, name)
-
-    def build_case(self, branch_index, branch_fns, default=None, name=None):
-        return self._control_flow("case", "switch_case")(self, branch_index, branch_fns, default, name)
+    def trace_bodies(self, parts: list) -> list:
+        return _body_tracing("trace_together")(self, parts)

@@ -7,8 +7,8 @@ Invariants:
   names of graph-created variables share that namespace.
 - A finalized graph refuses new ops and collection changes (RuntimeError).
 - `Graph` is also the graph-building context that `as_default()` pushes onto
-  eager's context stack (`is_eager = False`, `add_op`, `create_variable`,
-  `build_cond/while/case`): that part lives in `building.GraphBuilder`, the base
+  eager's context stack (it implements `eager.context.Context`: `add_op`,
+  `create_variable`, `trace_body`, ...): that part lives in `building.GraphBuilder`, the base
   class, so that `tracing` can subclass `Graph` and override `capture`.
 - Name scopes are eager.context's single thread-local stack (`name_scope` here is
   the same function), so `Module` scopes and graph scopes agree.

@@ -62,10 +62,10 @@ class _DetachedContext(_context.Context):
 
     add_node = add_op
 
-    def build_cond(self, *args, **kwargs):
+    def trace_body(self, *args, **kwargs):
         raise RuntimeError("internal error: control flow built while making an imported variable")
 
-    build_while = build_case = build_cond
+    trace_bodies = trace_body
 
 
 def _make_variable(rec, ctx_where):

@@ -52,7 +52,7 @@ from ..graph import Graph
 from ..graph_ops import PLACEHOLDER
 from ..op_traits import written_vars
 from ..operation import GraphTensor
-from .auto_deps import AutoControlDependencies
+from .auto_deps import AutoControlDependencies, has_effects
 
 
 class BodyGraph(AutoControlDependencies, Graph):
@@ -163,6 +163,10 @@ class BodyGraph(AutoControlDependencies, Graph):
         raise ValueError(f"Variable {var._name!r} is created inside a {self.name or 'control-flow'} body "
                          f"(cond/while_loop/switch_case): create variables outside the control-flow "
                          f"callables and use them inside")
+
+    def has_effects(self) -> bool:
+        """True when some op of this body has side effects (its If/Case/While op is the stateful variant)."""
+        return has_effects(self)
 
     def conflicts(self) -> set:
         """id(var) of variables both hoisted (read outside) and assigned in this body."""

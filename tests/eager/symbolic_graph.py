@@ -80,10 +80,10 @@ class SymbolicGraph(context.Context):
     def create_variable(self, var, init_tensor):
         raise NotImplementedError("SymbolicGraph: no variables")
 
-    def build_cond(self, *args, **kwargs):
+    def trace_body(self, *args, **kwargs):
         raise NotImplementedError("SymbolicGraph: no control flow")
 
-    build_while = build_case = build_cond
+    trace_bodies = trace_body
 
     def placeholder(self, shape, dtype):
         from eager.dtypes import as_dtype

@@ -62,3 +62,24 @@ def test_stored_array_and_compare_and_set():
     np.testing.assert_array_equal(v.numpy(), [0.0, 0.0])
     with pytest.raises(InvalidArgumentError, match="shape"):
         v.replace_stored_array(np.zeros(3, np.float32))
+
+
+def test_control_flow_reaches_the_context_through_the_one_dispatch_point():
+    seen = []
+
+    class Recording(gr.Graph):
+        def add_op(self, opdef, inputs, attrs, name=None):
+            seen.append((opdef.name, sorted(k for k, v in attrs.items() if isinstance(v, (gr.Graph, tuple)))))
+            return super().add_op(opdef, inputs, attrs, name)
+
+    g = Recording()
+    with g.as_default():
+        x = gr.placeholder("float32", [2])
+        ek.cond(ek.reduce_sum(x) > 0, lambda: x * 2.0, lambda: x)
+        ek.while_loop(lambda i: i < 3, lambda i: i + 1, [ek.constant(0)])
+        ek.switch_case(ek.constant(1), [lambda: x, lambda: x + 1.0])
+    kinds = {name: keys for name, keys in seen if name.endswith(("If", "While", "Case"))}
+    assert set(kinds) == {"StatelessIf", "StatelessWhile", "StatelessCase"}
+    assert {"then_branch", "else_branch"} <= set(kinds["StatelessIf"])
+    assert "branches" in kinds["StatelessCase"]
+    assert not hasattr(context.Context, "build_cond") and not hasattr(g, "build_while")

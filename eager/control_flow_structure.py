@@ -18,17 +18,17 @@ Every check names the value by its path in the structure (`output[1]['h']`,
   the loop variable's shape invariant (by default its shape before the loop)
   -> ValueError naming `shape_invariants` / `set_loop_options`.
 
-Imports `eager` only.
+Used by `staged_control_flow` (graph mode of cond/while_loop/switch_case).  Imports `eager` siblings only.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from eager import nest
-from eager.convert import convert_to_tensor
-from eager.shape import TensorShape
-from eager.tensor import Tensor
+from . import nest
+from .convert import convert_to_tensor
+from .shape import TensorShape
+from .tensor import Tensor
 
 
 @dataclass
@@ -204,3 +204,12 @@ def check_loop_outputs(before: Flat, after: Flat, inputs: list, invariants: list
             raise ValueError(f"'{path}' has shape invariant {fmt_shape(inv)}, but shape {fmt_shape(a.shape)} "
                              f"after one iteration. Relax the entry in shape_invariants / set_loop_options "
                              f"(None for dimensions that change).")
+
+
+def normalize_body_result(vars_, new, single):
+    """A body of a single loop variable may return the bare value instead of a 1-list (as in TF)."""
+    if single or len(vars_) != 1:
+        return new
+    if isinstance(new, (list, tuple)) and not hasattr(new, "_fields") and len(new) == 1:
+        return new
+    return type(vars_)([new]) if isinstance(vars_, list) else (new,)
