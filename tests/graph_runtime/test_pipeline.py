@@ -51,7 +51,7 @@ def test_every_runner_goes_through_prepare_with_the_same_result():
     f = function(lambda v: ek.while_loop(lambda i, w: i < 3, lambda i, w: (i + 1, ek.tanh(w * 0.5 + 0.25) * 2.0 - w),
                                          [ek.constant(0), v])[1])
     np.testing.assert_allclose(np.asarray(f(xv)), _want(xv), rtol=1e-6)
-    assert pipeline.STAGES == ("prune", "place", "optimize", "partition", "compile")
+    assert pipeline.STAGES == ("prune", "residuals", "place", "optimize", "partition", "compile")
 
 
 def test_disabling_the_bodies_pass_runs_bodies_as_traced():
