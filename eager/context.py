@@ -38,6 +38,10 @@ class Context(abc.ABC):
         """Make `var` (a new `Variable`) part of the graph, initialized from `init_tensor`."""
 
     @abc.abstractmethod
+    def device(self, device_name):
+        """A context manager: ops created in the block request `device_name` (`eager.device` in a graph)."""
+
+    @abc.abstractmethod
     def trace_body(self, name: str, fn, make_args):
         """Trace `fn(*make_args(body))` into a new body of this graph; returns `(body, fn's result)`.
 

@@ -65,7 +65,7 @@ class _DetachedContext(_context.Context):
     def trace_body(self, *args, **kwargs):
         raise RuntimeError("internal error: control flow built while making an imported variable")
 
-    trace_bodies = trace_body
+    trace_bodies = device = trace_body
 
 
 def _make_variable(rec, ctx_where):

@@ -83,7 +83,7 @@ class SymbolicGraph(context.Context):
     def trace_body(self, *args, **kwargs):
         raise NotImplementedError("SymbolicGraph: no control flow")
 
-    trace_bodies = trace_body
+    trace_bodies = device = trace_body
 
     def placeholder(self, shape, dtype):
         from eager.dtypes import as_dtype
