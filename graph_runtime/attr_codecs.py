@@ -16,7 +16,7 @@ Everything else is a one-key object `{"$<tag>": data}`:
 | `slice`, `ellipsis` | slice / `...` | `[start, stop, step]` / null |
 | `stream` | sys.stdout / sys.stderr | "stdout" / "stderr" (resolved when decoded) |
 | `summary_writer` | an `eager.summary` writer | its logdir (export only: summary ops are refused on import) |
-| `config` | any object with `to_config()` and a `from_config` classmethod, defined in the project's packages (e.g. random ops' `RandomState`) | `{class: "module:QualName", config}` |
+| `config` | any object with `to_config()` and a `from_config` classmethod, defined in the project's packages (e.g. random ops' `RandomState`, a dataset shuffle's `SeedGenerator`) | `{class: "module:QualName", config}` |
 
 Other op families register theirs with `register_attr_codec(tag, match,
 encode, decode)`: `match` is a type (or tuple of types) or a predicate,
@@ -250,6 +250,8 @@ def _dec_summary_writer(logdir, ctx):
 def _register_builtin_config_classes() -> None:
     from eager.ops.random import RandomState
     register_config_class(RandomState)
+    from eager.data.shuffling import SeedGenerator
+    register_config_class(SeedGenerator)
     from eager.summary.writer import SummaryWriter
     register_attr_codec("summary_writer", SummaryWriter, lambda v, c: v.logdir, _dec_summary_writer)
 

@@ -3,7 +3,9 @@
 `trace_concrete(function, args, kwargs, specs, allow_variable_creation)` runs
 the Python function once inside a `FuncGraph`: each tensor leaf of the call
 (eager tensor, ndarray or TensorSpec) becomes a placeholder, Python leaves are
-passed as they are, variables are used by reference.  Stateful ops are kept as
+passed as they are, variables are used by reference, and an argument whose
+trace type passes tensors (`trace_type.py`: a dataset's handle) gets one
+placeholder per tensor, fed from the argument at every call.  Stateful ops are kept as
 targets so they run on every call, in creation (program) order.  Variables
 created while tracing are initialized right away ("lifted"): their initial
 value is computed from the trace graph, and those initializer ops are not
@@ -35,7 +37,7 @@ from graph_runtime.pipeline import prepare
 from .func_graph import FuncGraph
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
-from .trace_type import placeholder_value, serves, tracing_type
+from .trace_type import component_arrays, component_specs, placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
 
@@ -75,6 +77,7 @@ class ConcreteFunction:
         self._python_function = python_function
 
     phases = None       # PhaseTimes of the trace (or load) that built it: where its first call's time went
+    _components = False  # some argument passes tensors through its trace type (see the module docstring)
 
     # -- calling ---------------------------------------------------------------
     _tape_info = None
@@ -91,11 +94,18 @@ class ConcreteFunction:
                     arrays.append(x._value)
                 elif isinstance(x, (np.ndarray, np.generic)):
                     arrays.append(np.asarray(x))
+                elif self._components and tracing_type(x) is not None:
+                    arrays.extend(component_arrays(x))
         return self._run(arrays)
 
     def _call_recorded(self, args, kwargs):
         from .call_op import call_recorded
-        inputs = [ek.convert_to_tensor(x) for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
+        inputs = []
+        for x in _flat_call(args, kwargs):
+            if _is_tensor_leaf(x):
+                inputs.append(ek.convert_to_tensor(x))
+            elif self._components and tracing_type(x) is not None:
+                inputs.extend(Tensor(a) for a in component_arrays(x))
         outs = call_recorded(self, inputs)
         return self._pack(outs)
 
@@ -290,11 +300,12 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
         raise TypeError(f"{name}: {len(tensor_leaves)} tensor arguments for {len(specs)} signature entries")
     infos, _ = describe(args, kwargs, function._arg_names)
     tensor_paths = [i.path for i in infos if i.kind == "tensor"]
+    typed_paths = iter([i.path for i in infos if i.kind == "trace type"])
     t_start = time.perf_counter()
     phases = PhaseTimes()
     graph = FuncGraph(name, allow_variable_creation)
     used: set = set()
-    placeholders, input_specs = [], []
+    placeholders, input_specs, tensor_specs = [], [], []
     with graph.as_default():
         new_leaves = []
         k = 0
@@ -305,10 +316,11 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
                 ph = placeholder(spec.dtype, spec.shape.dims, name=_placeholder_name(path, used))
                 placeholders.append(ph)
                 input_specs.append(spec)
+                tensor_specs.append(spec)
                 new_leaves.append(ph)
                 k += 1
             else:
-                new_leaves.append(placeholder_value(x))
+                new_leaves.append(_traced_value(x, typed_paths, used, placeholders, input_specs))
         structure = [list(args), {kk: kwargs[kk] for kk in sorted(kwargs)}] if kwargs else list(args)
         rebuilt = ek.nest.pack_sequence_as(structure, new_leaves)
         call_args, call_kwargs = (rebuilt[0], rebuilt[1]) if kwargs else (rebuilt, {})
@@ -342,16 +354,33 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     plan, nodes_after = _compile(graph, placeholders, fetches, targets, phases=phases)
     cf = ConcreteFunction(
         name, graph, placeholders, input_specs,
-        [f"{p}: {s.short()}" for p, s in zip(tensor_paths, input_specs)] +
+        [f"{p}: {s.short()}" for p, s in zip(tensor_paths, tensor_specs)] +
         [f"{i.path}: {i.describe()}" for i in infos if i.kind != "tensor"],
         fetches, result, template, plan, nodes_before, nodes_after, function.python_function)
     cf.phases = phases
-    cf._accept_key = _make_acceptor(leaves, input_specs)
-    spec_it = iter(input_specs)  # the call as traced, tensors replaced by specs (used by tracing.save)
+    cf._components = len(input_specs) > len(tensor_specs)
+    cf._accept_key = _make_acceptor(leaves, tensor_specs)
+    spec_it = iter(tensor_specs)  # the call as traced, tensors replaced by specs (used by tracing.save)
     cf._traced_call = ek.nest.pack_sequence_as([list(args), dict(kwargs)],
                                                [next(spec_it) if _is_tensor_leaf(x) else x for x in leaves])
     cf.function_type = FunctionType.from_trace(name, function.python_function, cf._traced_call)
     return cf, bool(graph.created_variables)
+
+
+def _traced_value(x, paths, used, placeholders, input_specs):
+    """What the function is traced with for the non-tensor leaf `x`: for a trace type that passes tensors,
+    the value rebuilt from new placeholders (added to `placeholders`/`input_specs`), else the placeholder
+    value of its trace type, or `x` itself."""
+    tt = tracing_type(x)
+    specs = component_specs(tt) if tt is not None else []
+    if not specs:
+        return placeholder_value(x)
+    path = next(paths, "arg")
+    phs = [placeholder(s.dtype, s.shape.dims, name=_placeholder_name(f"{path}_{j}", used))
+           for j, s in enumerate(specs)]
+    placeholders.extend(phs)
+    input_specs.extend(specs)
+    return tt.from_tensors(iter(phs))
 
 
 def _compile(graph, feeds, fetches, targets, config=None, phases=None):

@@ -19,7 +19,7 @@ from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
 
-from .trace_type import serves, tracing_type
+from .trace_type import component_arrays, component_specs, serves, tracing_type
 
 
 class _Slot:
@@ -32,6 +32,15 @@ class _Slot:
 
     def __repr__(self):
         return repr(self.spec)
+
+
+class _Fed:
+    """An argument whose trace type passes tensors: inputs `index`..`index + n` of the trace."""
+
+    __slots__ = ("index", "n", "value")
+
+    def __init__(self, index, n, value):
+        self.index, self.n, self.value = index, n, value
 
 
 class Literal:
@@ -61,6 +70,8 @@ def _annotation(value):
     """TensorSpec for a tensor leaf, Literal for a Python leaf, the same structure for nests."""
     if ek.nest.is_nested(value):
         return ek.nest.map_structure(_annotation, value)
+    if isinstance(value, _Fed):
+        return tracing_type(value.value)
     return value.spec if isinstance(value, _Slot) else Literal(value)
 
 
@@ -80,10 +91,7 @@ class FunctionType:
     def from_trace(cls, name, python_function, traced_call):
         """From the traced call (`[args, kwargs]`, TensorSpecs in flat input order); None when the
         Python function has no signature to bind against."""
-        flat = ek.nest.flatten(traced_call)
-        k = iter(range(len(flat)))
-        marked = ek.nest.pack_sequence_as(traced_call, [
-            _Slot(next(k), x) if isinstance(x, TensorSpec) else x for x in flat])
+        marked = ek.nest.pack_sequence_as(traced_call, _mark_inputs(ek.nest.flatten(traced_call)))
         try:
             signature = inspect.signature(python_function)
             bound = signature.bind(*marked[0], **marked[1])
@@ -116,6 +124,11 @@ class FunctionType:
                     if isinstance(v, _Slot):
                         raise TypeError(self._failure(n, f"missing tensor for {t.spec!r}", args, kwargs))
                     arrays[t.index] = self._tensor_for(n, t.spec, v, args, kwargs)
+                elif isinstance(t, _Fed):
+                    if not Literal(t.value).accepts(v):
+                        raise TypeError(self._failure(n, f"{v!r:.60} does not fit {_annotation(t)!r:.80}", args,
+                                                      kwargs))
+                    arrays[t.index:t.index + t.n] = component_arrays(v)
                 elif not isinstance(v, _Slot) and not Literal(t).accepts(v):
                     raise TypeError(self._failure(n, f"Can not cast {v!r:.60} to {Literal(t)!r:.80}", args, kwargs))
         return arrays
@@ -143,6 +156,22 @@ class FunctionType:
         return "(" + ", ".join(f"{n}: {p.annotation!r}" for n, p in self.parameters.items()) + ")"
 
     __repr__ = __str__
+
+
+def _mark_inputs(flat) -> list:
+    """The traced call's leaves with each input's place: `_Slot` for a tensor, `_Fed` for an argument whose
+    trace type passes tensors (in the concrete function's input order)."""
+    marked, k = [], 0
+    for x in flat:
+        if isinstance(x, TensorSpec):
+            marked.append(_Slot(k, x))
+            k += 1
+            continue
+        tt = tracing_type(x)
+        n = len(component_specs(tt)) if tt is not None else 0
+        marked.append(_Fed(k, n, x) if n else x)
+        k += n
+    return marked
 
 
 def _short(x) -> str:

@@ -58,6 +58,10 @@ def inline(concrete, tensors: list):
             raise TypeError(f"{concrete._name}: argument {t.dtype.name}{t.shape} is not compatible with "
                             f"{ph.dtype.name}{ph.shape}")
         input_map[ph.name] = t
-    outs = import_graph_def(gd, input_map=input_map, return_elements=[t.name for t in concrete.outputs],
-                            name=_scope_name(concrete._name), graph=graph)
-    return list(outs)
+    # an output that is an argument (`lambda a, b: (a * 2, b)`) is the call's tensor: the GraphDef has no node
+    # for a placeholder the input_map replaces
+    arguments = {ph.name for ph in concrete.inputs}
+    wanted = [t.name for t in concrete.outputs if t.name not in arguments]
+    outs = iter(import_graph_def(gd, input_map=input_map, return_elements=wanted,
+                                 name=_scope_name(concrete._name), graph=graph) if wanted else ())
+    return [input_map[t.name] if t.name in arguments else next(outs) for t in concrete.outputs]

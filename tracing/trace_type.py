@@ -10,6 +10,13 @@ one and returns something), so what the graph bakes in is the first such
 argument's state: the trace type must capture every part of the object that
 changes the graph.  `context` is None here (TF passes a tracing context that
 graphjit has no use for).
+
+A trace type may also pass tensors into the graph, as TF's does: `flatten()`
+lists their TensorSpecs, `to_tensors(value)` gives them for an argument at
+every call, and `from_tensors(iterator)` rebuilds the traced value from the
+placeholders made for them.  Then the graph reads the argument's current
+tensors, not the first one's state (how `eager.data` passes a dataset: its
+`DatasetSpec` flattens to one handle).
 """
 from __future__ import annotations
 
@@ -31,6 +38,16 @@ class TraceType:
 
     def placeholder_value(self, placeholder_context=None):
         return None
+
+    def flatten(self) -> list:
+        """The TensorSpecs of the tensors `to_tensors` gives (none by default)."""
+        return []
+
+    def to_tensors(self, value) -> list:
+        return []
+
+    def from_tensors(self, tensors):
+        return self.placeholder_value()
 
     def __eq__(self, other):
         raise NotImplementedError(f"{type(self).__name__} must define __eq__ (it is part of a trace cache key)")
@@ -70,3 +87,22 @@ def placeholder_value(x):
     make = getattr(tt, "placeholder_value", None)
     value = make(None) if make is not None else None
     return x if value is None else value
+
+
+def component_specs(tt) -> list:
+    """The TensorSpecs of the tensors an argument of trace type `tt` passes into the graph (its `flatten()`)."""
+    flatten = getattr(tt, "flatten", None)
+    if flatten is None or getattr(tt, "to_tensors", None) is None or getattr(tt, "from_tensors", None) is None:
+        return []
+    return list(flatten())
+
+
+def component_arrays(x) -> list:
+    """The arrays argument `x` feeds the graph at a call (its trace type's `to_tensors`), checked."""
+    tt = tracing_type(x)
+    specs = component_specs(tt)
+    tensors = list(tt.to_tensors(x))
+    if len(tensors) != len(specs):
+        raise TypeError(f"{type(tt).__name__}.to_tensors gave {len(tensors)} tensors for {len(specs)} specs "
+                        f"of its flatten()")
+    return [t._value for t in tensors]

@@ -29,7 +29,7 @@ def staged_source(x):
     from eager.data import staged
     if isinstance(x, data.Dataset):
         stream = staged.stream_of(x)
-        return stream, stream.init(e.constant(0, e.int64)), None
+        return stream, stream.start(), None
     if isinstance(x, staged.GraphIterator):
         return x._stream, x._state, x
     return None

@@ -7,7 +7,9 @@ passed to and returned from functions, and iterated any number of times
 nodes' Python iterators, which call the traced map/filter functions.  While a
 graph is being built (inside `@function`), iteration is staged instead
 (`lowering.py`): AutoGraph turns `for x in ds:` into a while loop, and
-`iter(ds)` gives a `GraphIterator` whose `next()` adds graph ops.
+`iter(ds)` gives a `GraphIterator` whose `next()` adds graph ops.  Passed to
+a traced function, a dataset is keyed by its `element_spec` and fed to the
+graph (`arguments.py`).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from .. import nest
 from ..convert import convert_to_tensor
 from ..dtypes import int64
 from ..errors import OutOfRangeError
-from . import batching, functions, sources, staged, structure, transforms
+from . import arguments, batching, functions, sources, staged, structure, transforms
 from .sources import INFINITE, UNKNOWN
 
 
@@ -183,7 +185,13 @@ class Dataset:
 
     def cardinality(self):
         """An int64 scalar: the number of elements, INFINITE_CARDINALITY (-1) or UNKNOWN_CARDINALITY (-2)."""
+        if isinstance(self._node, arguments.Fed):
+            return arguments.fed_cardinality(self._node)
         return convert_to_tensor(self._node.cardinality(), dtype=int64)
+
+    def __tf_tracing_type__(self, context):
+        """A traced function keys a dataset argument by its element spec (`arguments.py`)."""
+        return arguments.argument_spec(self)
 
     def __len__(self):
         if not _context.executing_eagerly():

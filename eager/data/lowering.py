@@ -3,7 +3,7 @@
 While a graph is being built (`@function`), a dataset is *lowered*: each node
 becomes a `Stream` with
 
-    init(epoch)   -> state        a flat list of tensors (iterator state)
+    init(key)     -> state        a flat list of tensors (iterator state)
     invariants()  -> shapes       the static shape each state tensor keeps
     next(state)   -> (valid, element, state)
 
@@ -14,17 +14,21 @@ scalar; when it is False the element is zeros of the element spec (it is never
 used).  Random-access streams (`count()`, `get(i)`: tensor slices, ranges,
 and map/enumerate/zip over them) give the shuffle its permutation.  Element
 order and values are those of eager iteration: map and filter apply the
-dataset's own traced functions (inlined), a shuffle uses the
+dataset's own traced functions (inlined), and a shuffle uses the
 `DatasetShufflePermutation` op (the eager algorithm, seeded by
-`(seed, epoch)`; a staged loop starts at epoch 0 and `repeat` advances it),
-and `cache` replays epoch 0 of its input.
+`(seed, epoch)`).  The epoch comes from the shuffle's `SeedGenerator`
+(`shuffling.py`), drawn by an op when the stream is (re)started, so staged
+loops and eager passes follow tf.data's rule for iterators.  `init(key)`
+says which iterator is being made: `FRESH` (-1, `Stream.start()`), a new
+one, whose shuffles draw the next epoch; a key >= 0, a pass that a `cache`
+replays, whose shuffles take the epoch pinned to that key (drawn once), so
+every pass under a cache gives the same elements.  `repeat` restarts its
+input with the next key (`pass_key`).
 
 The node -> stream table is in `lowering_streams.py` (random-access streams
 in `lowering_access.py`, batching in `lowering_batches.py`); sources whose
 elements only Python can make (`from_generator`) are refused there with the
-reason.  A seeded shuffle staged in a graph starts from epoch 0 on every call
-of the function (eagerly, each pass over the dataset object advances it).
-The entry points (`stream_of`, `GraphIterator`: `iter(ds)` inside a graph,
+reason.  The entry points (`stream_of`, `GraphIterator`: `iter(ds)` inside a graph,
 `staged_reduce`: `Dataset.reduce` there) are in `staged.py`, above the table.
 """
 from __future__ import annotations
@@ -39,6 +43,7 @@ from ..registry import Spec, op
 from . import functions, structure
 
 SCALAR = ek.TensorShape([])
+FRESH = -1               # init key of a new iterator (see the module docstring)
 UNROLL_LIMIT = 1000      # staged next() calls on one graph iterator before we call it a runaway Python loop
 
 
@@ -96,7 +101,11 @@ class Stream:
         """The element count if known when the graph is built (random-access streams), else None."""
         return None
 
-    def init(self, epoch):
+    def start(self):
+        """The state of a new iterator."""
+        return self.init(ek.constant(FRESH, int64))
+
+    def init(self, key):
         return [ek.constant(0, int64)]
 
     def invariants(self):
@@ -124,11 +133,17 @@ class Wrapped(Stream):
         self.node, self.up = node, up
         self.k = len(up.invariants())
 
-    def init(self, epoch):
-        return list(self.up.init(epoch)) + [ek.constant(0, int64)] * self.extra
+    def init(self, key):
+        return list(self.up.init(key)) + [ek.constant(0, int64)] * self.extra
 
     def invariants(self):
         return list(self.up.invariants()) + [SCALAR] * self.extra
+
+
+def pass_key(key, epoch):
+    """The init key of pass `epoch` of a repeat started with `key`: FRESH stays FRESH (new iterators
+    draw), a pinned key gets a distinct pinned key per pass."""
+    return ek.where(key < 0, key, key * 65536 + epoch)
 
 
 def _check_end(valid):

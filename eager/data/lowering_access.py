@@ -132,9 +132,11 @@ class ShuffleStream(Stream):
                 "or repeat")
         self.node, self.up = node, up
 
-    def init(self, epoch):
+    def init(self, key):
         n = self.up.count()
-        epoch = epoch if self.node.reshuffle else ek.zeros_like(epoch)
+        gen = {"generator": self.node.generator}
+        epoch = ek.cond(key < 0, lambda: execute(shuffling.DRAW, (), gen, None),
+                        lambda: execute(shuffling.PINNED_DRAW, (key,), gen, None))
         perm = _permutation(n, self.node.buffer_size, self.node.seed, epoch)
         return [ek.constant(0, int64), perm]
 

@@ -89,8 +89,8 @@ class UnbatchStream(Wrapped):
         super().__init__(node, up)
         self.batch_spec = node.inputs[0].spec
 
-    def init(self, epoch):
-        return list(self.up.init(epoch)) + [ek.constant(0, int64), ek.constant(0, int64)] + \
+    def init(self, key):
+        return list(self.up.init(key)) + [ek.constant(0, int64), ek.constant(0, int64)] + \
             flat(structure.zeros_for(self.batch_spec))
 
     def invariants(self):

@@ -12,8 +12,8 @@ import eager as ek
 
 from .. import nest
 from ..dtypes import int64
-from . import batching, sources, structure, transforms
-from .lowering import SCALAR, Stream, Wrapped, flat, loop, relaxed, spec_shapes, when
+from . import arguments, batching, sources, structure, transforms
+from .lowering import SCALAR, Stream, Wrapped, flat, loop, pass_key, relaxed, spec_shapes, when
 from .lowering_batches import BatchStream, RowsOf, UnbatchStream, padding
 from .lowering_access import EnumerateAccess, MapAccess, Range, ShuffleStream, Slices, ZipAccess
 
@@ -62,10 +62,10 @@ class Identity(Wrapped):
 
 
 class CacheStream(Identity):
-    """cache: every pass replays the input's first pass (epoch 0), which freezes a shuffle before it."""
+    """cache: every pass replays the same pass of the input (its shuffles' draws pinned, see `lowering.py`)."""
 
-    def init(self, epoch):
-        return self.up.init(ek.constant(0, int64))
+    def init(self, key):
+        return self.up.init(ek.where(key < 0, ek.zeros_like(key), key))
 
 
 def _pull_until(up, spec, state, accept):
@@ -135,20 +135,24 @@ def _skip_n(up, state, count):
 
 
 class RepeatStream(Wrapped):
-    """State: the input's state and the pass number; an exhausted pass restarts the input once."""
+    """State: the input's state, the pass number and the key it was started with; an exhausted pass
+    restarts the input once (a new iterator: its shuffles draw a new epoch, or the next pinned key)."""
 
-    extra = 1
+    extra = 2
+
+    def init(self, key):
+        return list(self.up.init(key)) + [ek.constant(0, int64), key]
 
     def next(self, state):
         v, e, s = self.up.next(state[:self.k])
-        epoch = state[-1]
+        epoch, key = state[-2], state[-1]
         count = self.node.count
         more = ek.logical_not(v) if count < 0 else ek.logical_and(ek.logical_not(v), epoch + 1 < count)
 
         def restart():
-            v2, e2, s2 = self.up.next(self.up.init(epoch + 1))
-            return (e2, v2) + tuple(s2) + (epoch + 1,)
-        e, v, *s = _choose(more, restart, lambda: (e, v) + tuple(s) + (epoch,), self.spec)
+            v2, e2, s2 = self.up.next(self.up.init(pass_key(key, epoch + 1)))
+            return (e2, v2) + tuple(s2) + (epoch + 1, key)
+        e, v, *s = _choose(more, restart, lambda: (e, v) + tuple(s) + (epoch, key), self.spec)
         return v, e, list(s)
 
 
@@ -191,8 +195,8 @@ class ScanStream(Wrapped):
         self.state_spec = structure.spec_of(node.initial)
         self.n_r = len(flat(self.state_spec))
 
-    def init(self, epoch):
-        return list(self.up.init(epoch)) + flat(self.node.initial)
+    def init(self, key):
+        return list(self.up.init(key)) + flat(self.node.initial)
 
     def invariants(self):
         return list(self.up.invariants()) + spec_shapes(self.state_spec)
@@ -228,8 +232,8 @@ class ZipStream(Stream):
         self.node, self.ups = node, ups
         self.sizes = [len(u.invariants()) for u in ups]
 
-    def init(self, epoch):
-        return [x for u in self.ups for x in u.init(epoch)]
+    def init(self, key):
+        return [x for u in self.ups for x in u.init(key)]
 
     def invariants(self):
         return [x for u in self.ups for x in u.invariants()]
@@ -251,8 +255,8 @@ class ConcatenateStream(Stream):
         self.a, self.b = a, b
         self.ka = len(a.invariants())
 
-    def init(self, epoch):
-        return list(self.a.init(epoch)) + list(self.b.init(epoch)) + [ek.constant(0, int64)]
+    def init(self, key):
+        return list(self.a.init(key)) + list(self.b.init(key)) + [ek.constant(0, int64)]
 
     def invariants(self):
         return list(self.a.invariants()) + list(self.b.invariants()) + [SCALAR]
@@ -308,6 +312,7 @@ def _one(cls):
 
 
 _STREAMS = {
+    arguments.Fed: arguments.FedStream,
     sources.TensorSlices: Slices,
     sources.Range: Range,
     sources.FromTensors: FromTensors,

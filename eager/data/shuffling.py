@@ -15,6 +15,8 @@ Imports `eager` modules and NumPy.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ..dtypes import int64
@@ -70,6 +72,72 @@ def _infer(specs, attrs):
     n = specs[0].value
     return [Spec((None if n is None else int(n),), int64)]
 
+
+class SeedGenerator:
+    """The epoch numbers a shuffle gives its iterators (see the module docstring).
+
+    `pinned(key)` is the draw a `cache` above the shuffle replays: the first
+    pass under the cache draws it, later passes (same key) reuse it."""
+
+    def __init__(self, seed: int, reshuffle: bool, draws: int = 0):
+        self.seed, self.reshuffle, self.draws = int(seed), bool(reshuffle), int(draws)
+        self._pinned: dict = {}
+        self._lock = threading.Lock()       # prefetch threads and the caller may open iterators at once
+
+    def draw(self) -> int:
+        with self._lock:
+            return self._draw()
+
+    def _draw(self) -> int:
+        epoch = self.draws if self.reshuffle else 0
+        self.draws += 1
+        return epoch
+
+    def pinned(self, key: int) -> int:
+        with self._lock:
+            if key not in self._pinned:
+                self._pinned[key] = self._draw()
+            return self._pinned[key]
+
+    def reset(self) -> None:
+        with self._lock:
+            self.draws = 0
+            self._pinned.clear()
+
+    def to_config(self) -> dict:
+        return {"seed": self.seed, "reshuffle": self.reshuffle, "draws": self.draws}
+
+    @classmethod
+    def from_config(cls, config: dict) -> "SeedGenerator":
+        return cls(int(config["seed"]), bool(config["reshuffle"]), int(config["draws"]))
+
+    def __repr__(self):
+        return f"SeedGenerator(seed={self.seed}, reshuffle={self.reshuffle}, draws={self.draws})"
+
+
+def _scalar_int64(specs, attrs):
+    return [Spec((), int64)]
+
+
+def _draw_kernel(generator):
+    return np.array(generator.draw(), dtype=np.int64)
+
+
+def _pinned_kernel(key, generator):
+    return np.array(generator.pinned(int(key)), dtype=np.int64)
+
+
+def _reset_kernel(generator):
+    generator.reset()
+    return np.array(0, dtype=np.int64)
+
+
+DRAW = op("DatasetShuffleDraw", _draw_kernel, _scalar_int64, effect="write",
+          doc="The epoch number of a new iterator over a shuffle dataset (attr generator: its SeedGenerator).")
+PINNED_DRAW = op("DatasetShufflePinnedDraw", _pinned_kernel, _scalar_int64, effect="write",
+                 doc="The epoch number a cache above a shuffle replays for pass `key` (drawn once per key).")
+RESET = op("DatasetShuffleReset", _reset_kernel, _scalar_int64, effect="write",
+           doc="Restart a shuffle's seed sequence: runs where a dataset is built inside a traced function.")
 
 PERMUTATION = op("DatasetShufflePermutation", permutation, _infer, effect="none",
                  doc="The order in which a seeded buffered shuffle (eager.data) emits the indices 0..n-1 "

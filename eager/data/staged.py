@@ -28,7 +28,7 @@ class GraphIterator:
     def __init__(self, dataset):
         self.element_spec = dataset.element_spec
         self._stream = stream_of(dataset)
-        self._state = self._stream.init(ek.constant(0, int64))
+        self._state = self._stream.start()
         self._staged = 0
 
     def __iter__(self):
@@ -61,7 +61,7 @@ def staged_reduce(dataset, initial_state, reduce_func):
                         f"state {structure.describe(state_spec)}")
     if relaxed_spec != state_spec:
         fn = functions.StructuredFunction(reduce_func, (relaxed_spec, dataset.element_spec), "reduce")
-    s0 = stream.init(ek.constant(0, int64))
+    s0 = stream.start()
     v0, e0, s0 = stream.next(s0)
     n_e, n_s, n_r = len(flat(e0)), len(s0), len(flat(state))
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import context as _context
+from ..dispatch import execute
 from ..dtypes import int64
 from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
@@ -156,7 +158,7 @@ class Enumerate:
 
 
 class Shuffle:
-    """Buffered shuffle (see `shuffling.py`); pass k uses the seed sequence (seed, k) when reshuffling."""
+    """Buffered shuffle (see `shuffling.py`); each new iterator takes the next epoch of `generator`."""
 
     def __init__(self, node, buffer_size, seed=None, reshuffle_each_iteration=True):
         self.inputs, self.spec = (node,), node.spec
@@ -167,16 +169,14 @@ class Shuffle:
             raise ValueError(f"shuffle: buffer_size must be positive, got {buffer_size}")
         self.seed = shuffling.resolve_seed(seed)
         self.reshuffle = bool(reshuffle_each_iteration)
-        self.passes = 0
-
-    def next_epoch(self) -> int:
-        epoch = self.passes if self.reshuffle else 0
-        self.passes += 1
-        return epoch
+        self.generator = shuffling.SeedGenerator(self.seed, self.reshuffle)
+        if not _context.executing_eagerly():
+            # built while a function is traced: TF builds it anew on every call, with a new seed sequence
+            execute(shuffling.RESET, (), {"generator": self.generator}, None)
 
     def iterate(self):
         return shuffling.buffered_shuffle(self.inputs[0].iterate(), self.buffer_size,
-                                          shuffling.rng(self.seed, self.next_epoch()))
+                                          shuffling.rng(self.seed, self.generator.draw()))
 
     def index_source(self):
         """Shuffled row indices of tensor slices (the same order `iterate` gives), or None."""
@@ -186,7 +186,7 @@ class Shuffle:
             return None
         arrays, struct, indices = source
         return arrays, struct, shuffling.buffered_shuffle(indices, self.buffer_size,
-                                                          shuffling.rng(self.seed, self.next_epoch()))
+                                                          shuffling.rng(self.seed, self.generator.draw()))
 
     def cardinality(self):
         return self.inputs[0].cardinality()

@@ -41,6 +41,8 @@ PIPELINES = {
     "filter_repeat": lambda: Dataset.range(5).filter(lambda x: x > 2).repeat(2),
     "zip_sum": lambda: Dataset.zip(Dataset.range(4), Dataset.range(10, 20).filter(lambda x: x % 2 == 0))
                               .map(lambda a, b: a + b),
+    "map_passing_an_argument_through": lambda: Dataset.zip(Dataset.range(2), Dataset.range(5, 7))
+                                                      .map(lambda a, b: (a * 2, b)).map(lambda a, b: a * 10 + b),
     "enumerate": lambda: Dataset.range(3, 6).enumerate(start=1).map(lambda i, x: i * 100 + x),
     "concatenate": lambda: Dataset.range(3).concatenate(Dataset.range(7, 9).filter(lambda x: x > 7)),
     "shard": lambda: Dataset.range(10).shard(3, 1),
@@ -233,6 +235,84 @@ def test_datasets_are_values_passed_to_functions():
         return s
     assert int(total(Dataset.range(4))) == 6
     assert int(total(Dataset.range(5).map(lambda x: x * 2))) == 20
+
+
+def test_dataset_arguments_share_a_trace_per_element_spec_as_in_tf():
+    @function
+    def stats(ds):
+        n, s = ek.constant(0, ek.int64), ek.constant(0.0)
+        for x in ds:
+            n += 1
+            s += ek.reduce_sum(x)
+        return n, s, ds.cardinality()
+    one = Dataset.from_tensor_slices(np.arange(6, dtype=np.float32).reshape(3, 2))
+    other = Dataset.range(4).map(lambda i: ek.cast(ek.stack([i, i]), ek.float32)).filter(lambda r: r[0] > 0)
+    # the second dataset has another pipeline and other values but the same element_spec: no retrace, and
+    # its own elements (TF: 3 rows summing to 15; then rows 1..3 twice: 12; cardinalities 3 and UNKNOWN -2)
+    assert [x.numpy().tolist() for x in stats(one)] == [3, 15.0, 3]
+    assert [x.numpy().tolist() for x in stats(other)] == [3, 12.0, -2]
+    assert [x.numpy().tolist() for x in stats(one)] == [3, 15.0, 3]
+    assert stats.experimental_get_tracing_count() == 1
+    stats(Dataset.from_tensor_slices(np.zeros((2, 3), np.float32)))        # another element_spec: retrace
+    assert stats.experimental_get_tracing_count() == 2
+    reason = stats.trace_log[-1].reason
+    assert "DatasetSpec(TensorSpec(shape=[2], dtype=float32))" in reason
+    assert "DatasetSpec(TensorSpec(shape=[3], dtype=float32))" in reason
+
+
+def test_a_dataset_argument_is_the_dataset_of_each_call():
+    @function
+    def pairs(ds, k):
+        out = ek.TensorArray(ek.int64, size=0, dynamic_size=True)
+        for a, b in ds.map(lambda a, b: (a * k, b)):      # k: a Python number (baked into the trace)
+            out = out.write(out.size(), a + b)
+        return out.stack()
+    x = np.array([1, 2, 3], np.int64)
+    assert pairs(Dataset.from_tensor_slices((x, x * 10)), 2).numpy().tolist() == [12, 24, 36]
+    assert pairs(Dataset.zip(Dataset.range(2), Dataset.range(5, 7)), 2).numpy().tolist() \
+        == [5, 8]
+    assert pairs.experimental_get_tracing_count() == 1
+    concrete = pairs.get_concrete_function(Dataset.range(1).map(lambda i: (i, i)), 2)
+    assert concrete(Dataset.range(3).map(lambda i: (i, i)), 2).numpy().tolist() == [0, 3, 6]
+    with pytest.raises(TypeError, match="does not fit DatasetSpec"):
+        concrete(Dataset.range(3), 2)
+
+
+def test_iterators_over_a_dataset_argument_resume_and_train():
+    @function
+    def after_three(ds):
+        it = iter(ds)
+        for x in it:
+            if x >= 3:
+                break
+        return next(it)
+    assert int(after_three(Dataset.range(10))) == 4
+    assert int(after_three(Dataset.range(10, 20))) == 11
+
+    w = ek.Variable(0.0)
+    opt = ek.optimizers.SGD(0.1)
+
+    @function
+    def epoch(ds):
+        for x, y in ds:
+            with ek.GradientTape() as tape:
+                loss = ek.reduce_mean((w * x - y) ** 2)
+            opt.apply_gradients([(tape.gradient(loss, w), w)])
+        return w.read_value()
+    xs = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    epoch(Dataset.from_tensor_slices((xs, 2 * xs)))
+    # two SGD steps from w=0 towards w=2: -0.1 * d/dw mean((w x - 2x)^2) = 0.2 * (2 - w) * mean(x^2)
+    w1 = 0.0 + 0.2 * 2.0 * 2.5
+    assert float(w) == pytest.approx(w1 + 0.2 * (2.0 - w1) * 12.5)
+
+
+def test_a_function_taking_a_dataset_is_not_saved_silently(tmp_path):
+    @function
+    def total(ds):
+        return ds.reduce(ek.constant(0, ek.int64), lambda s, x: s + x)
+    assert int(total(Dataset.range(5))) == 10
+    with pytest.raises(ValueError, match="cannot carry"):
+        tracing.save(total, str(tmp_path / "saved"))
 
 
 def test_an_eager_iterator_cannot_be_frozen_into_a_graph():

@@ -344,3 +344,48 @@ def test_a_single_output_of_a_variadic_op_keeps_its_shape_in_a_graph():
         expected = fn(x).numpy()
         traced = function(fn, autograph=False)(x)
         assert traced.numpy().tolist() == expected.tolist() and traced.shape == expected.shape
+
+
+class _Scaled:
+    """A value made of one tensor, keyed by its shape: its trace type passes the tensor into the graph."""
+
+    def __init__(self, values, scale):
+        self.values, self.scale = ek.constant(values), scale
+
+    def __tf_tracing_type__(self, context):
+        return _ScaledType(tuple(self.values.shape), self.scale)
+
+
+class _ScaledType(__import__("tracing").TraceType):
+    def __init__(self, shape, scale):
+        self.shape, self.scale = shape, scale
+
+    def __eq__(self, other):
+        return type(other) is _ScaledType and (self.shape, self.scale) == (other.shape, other.scale)
+
+    def __hash__(self):
+        return hash((self.shape, self.scale))
+
+    def flatten(self):
+        return [ek.TensorSpec(self.shape, ek.float32)]
+
+    def to_tensors(self, value):
+        return [value.values]
+
+    def from_tensors(self, tensors):
+        traced = _Scaled.__new__(_Scaled)
+        traced.values, traced.scale = next(tensors), self.scale
+        return traced
+
+
+def test_a_trace_type_passes_tensors_into_the_graph_with_to_tensors_and_from_tensors():
+    @function
+    def total(s, x):
+        return ek.reduce_sum(s.values) * s.scale + x
+    assert float(total(_Scaled([1.0, 2.0], 10.0), ek.constant(1.0))) == 31.0
+    assert float(total(_Scaled([5.0, 5.0], 10.0), ek.constant(1.0))) == 101.0    # its own values, same trace
+    assert total.experimental_get_tracing_count() == 1
+    assert float(total(_Scaled([5.0, 5.0], 2.0), ek.constant(0.0))) == 20.0     # another trace type
+    assert total.experimental_get_tracing_count() == 2
+    cf = total.get_concrete_function(_Scaled([0.0, 0.0], 2.0), ek.constant(0.0))
+    assert float(cf(_Scaled([3.0, 4.0], 2.0), ek.constant(0.5))) == 14.5

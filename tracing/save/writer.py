@@ -37,6 +37,7 @@ from graph_runtime.op_traits import run_targets
 
 from ..concrete import ConcreteFunction
 from ..function import Function
+from ..trace_type import component_specs, tracing_type
 from eager.tensor_spec import TensorSpec
 from . import format as fmt
 
@@ -232,6 +233,11 @@ def concrete_record(name: str, index: int, cf: ConcreteFunction, table: _Variabl
         if getattr(x, "_is_variable", False):
             used_key = table.key(x)
             return {"variable": used_key}
+        tt = tracing_type(x)
+        if tt is not None and component_specs(tt):
+            raise ValueError(f"{where}: an argument of type {type(x).__name__} (trace type {tt!r:.80}) is fed to "
+                             f"the graph at each call from a live Python object, which a saved function cannot "
+                             f"carry; save a function that builds it inside, or takes its tensors instead")
         return None
     args = fmt.encode_structure(traced, arg_leaf, f"{where}: argument")
 
