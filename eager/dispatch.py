@@ -10,11 +10,12 @@ convert Python values first).
 """
 from __future__ import annotations
 
+import warnings as _warnings
+
 import numpy as np
 
 from . import context as _context
 from . import fp_semantics as _fp
-from .fp_semantics import IGNORE as _FP_IGNORE, restore as _fp_restore, set_state as _fp_set
 from .errors import InvalidArgumentError, OpError
 from .tensor import Tensor
 from . import tape_state as _tape_state
@@ -28,12 +29,14 @@ def execute(opdef, inputs, attrs, name=None):
     ctx = _ctx_state.stack[-1]
     if ctx.is_eager:      # eager values live on the host CPU: `opdef.kernel` is registry.kernel_for(opdef, host)
         try:
+            if _warnings.filters[0] is not _fp.FILTER:     # the kernel filter comes first (fp_semantics.py)
+                _fp.keep_kernels_quiet()
+        except IndexError:
+            _fp.keep_kernels_quiet()
+        try:
             if opdef.effect == "write":      # never run twice: NumPy's warnings off up front
-                fp = _fp_set(_FP_IGNORE)
-                try:
+                with _fp.ignoring():
                     out = opdef.kernel(*[t._value for t in inputs], **attrs)
-                finally:
-                    _fp_restore(fp)
             else:
                 out = opdef.kernel(*[t._value for t in inputs], **attrs)
         except Exception as e:

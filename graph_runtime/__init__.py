@@ -23,10 +23,6 @@ Public names (see docs/api.md, graph_runtime section):
 
 Imports `eager` and its own submodules.
 """
-import os as _os
-
-from eager import fp_semantics as _fp
-
 from .operation import GraphTensor, Operation, SourceLocation
 from .graph import (Graph, GraphKeys, get_default_graph, reset_default_graph, name_scope, get_collection,
                     get_collection_ref, add_to_collection, control_dependencies, device, colocate_with)
@@ -61,4 +57,3 @@ __all__ = [
     "PartialRunHandle", "Timeline", "ResourceHandle", "ResourceManager",
 ]
 
-_fp.quiet_source(_os.path.dirname(__file__))    # NumPy warnings from kernels here are never shown (TF semantics)

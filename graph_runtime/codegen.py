@@ -51,6 +51,7 @@ Imports `numpy`, `eager` (fp_semantics, registry, variables), `op_traits` and `o
 """
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -245,6 +246,9 @@ def generate(plan, check_feeds: bool = True) -> None:
             body.append((f"if {_feed_check(i, t, dname)}: r{i} = {cv}(r{i})", None))
     warns, effects = can_warn(plan)
     rerun = warns and not effects
+    if warns:    # the kernel warnings filter comes first (eager/fp_semantics.py)
+        w, fp = em.bind("_w", warnings), em.bind("_fp", fp_semantics)
+        body.insert(0, (f"if not {w}.filters or {w}.filters[0] is not {fp}.FILTER: {fp}.keep_kernels_quiet()", None))
     # a plan that may be run again after a warning-as-error keeps its feeds' registers (see below)
     body.extend(emit_steps(plan, em, reg, Registers(n_feeds), keep=frozenset(range(n_feeds)) if rerun else frozenset()))
     items = return_items(plan, em, reg)
@@ -264,10 +268,8 @@ def generate(plan, check_feeds: bool = True) -> None:
                                                              None)])
     elif warns:
         # side effects cannot run twice: NumPy's warnings off for the whole run
-        fp_set, fp_ignore = em.bind("_fps", fp_semantics.set_state), em.bind("_fpi", fp_semantics.IGNORE)
-        fp_restore = em.bind("_fpr", fp_semantics.restore)
-        body = ([(f"__fp = {fp_set}({fp_ignore})", None), ("try:", None)] + [("    " + t, si) for t, si in body] +
-                [("finally:", None), (f"    {fp_restore}(__fp)", None)])
+        quiet = em.bind("_fpq", fp_semantics.ignoring)
+        body = [(f"with {quiet}():", None)] + [("    " + t, si) for t, si in body]
     build(plan, em, params, body)
 
 

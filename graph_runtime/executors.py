@@ -159,14 +159,11 @@ class ParallelExecutor:
         at = deadline.get()             # the step's deadline holds on the pool threads too
 
         def execute(i):
-            fp = fp_semantics.set_state(fp_semantics.IGNORE)     # per thread (see the module docstring)
             try:
-                with deadline.scope(at):
+                with fp_semantics.ignoring(), deadline.scope(at):     # per thread: threads don't inherit it
                     return i, steps[i].call(values), None
             except BaseException as e:  # noqa: BLE001 - handed to the scheduler
                 return i, None, e
-            finally:
-                fp_semantics.restore(fp)
 
         def work(i):
             done.put(execute(i))

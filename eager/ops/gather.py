@@ -210,7 +210,7 @@ def _scatter_nd_kernel(indices, updates, shape, batch_dims=0):
                                    f"{list(indices.shape)} and output shape {list(out.shape)}, got "
                                    f"{list(updates.shape)}", op_name="ScatterNd")
     if idx is None:
-        out += np.sum(updates.reshape((-1,) + out.shape), axis=0, dtype=out.dtype)
+        out += np.add.reduce(updates.reshape((-1,) + out.shape), axis=0, dtype=out.dtype)
     else:
         np.add.at(out, idx, updates)
     return out

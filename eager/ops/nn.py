@@ -383,7 +383,7 @@ def bias_add(value, bias, data_format=None, name=None):
 
 
 def _l2_loss_kernel(x):
-    return np.asarray(np.sum(np.square(x)) * np.asarray(0.5, x.dtype), dtype=x.dtype)
+    return np.asarray(np.add.reduce(np.square(x), axis=None) * np.asarray(0.5, x.dtype), dtype=x.dtype)
 
 
 L2_LOSS = op("L2Loss", _l2_loss_kernel, lambda s, a: [Spec((), s[0].dtype)],

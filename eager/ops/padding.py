@@ -56,7 +56,7 @@ def _tile_grad_kernel(dy, x, multiples):
     for d, k in zip(np.shape(x), m):
         inter += [k, d]
     g = np.reshape(dy, inter)
-    return np.sum(g, axis=tuple(range(0, 2 * len(m), 2)), dtype=dy.dtype).reshape(np.shape(x))
+    return np.add.reduce(g, axis=tuple(range(0, 2 * len(m), 2)), dtype=dy.dtype).reshape(np.shape(x))
 
 
 TILE = op("Tile", _tile_kernel, _infer_tile,

@@ -134,7 +134,9 @@ def _g_prod(op, dy):
     return [multiply(reduce_grad(dy, x, axis, keepdims), divide(reduce_grad(y, x, axis, keepdims), x))]
 
 
-_add_reduce = np.add.reduce   # what np.sum/np.mean call, without their wrapper overhead
+# what np.sum/np.mean call, without their wrapper: its overhead, and NumPy attributing a kernel's
+# floating-point warnings to its own module, which eager/fp_semantics.py's filter must not silence
+_add_reduce = np.add.reduce
 
 
 def _sum_kernel(x, axis=None, keepdims=False):
@@ -146,8 +148,6 @@ def _mean_kernel(x, axis=None, keepdims=False):
         s = np.sum(x, axis=axis, keepdims=keepdims, dtype=np.int64)
         n = x.size // max(np.size(s), 1) if x.size else 1
         return (np.trunc(s / max(n, 1))).astype(x.dtype)
-    if x.dtype == np.float16:
-        return np.mean(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
     s = _add_reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
     n = x.size // max(np.size(s), 1)
     return np.true_divide(s, n, dtype=x.dtype) if n else np.true_divide(s, 0, dtype=x.dtype)
@@ -165,7 +165,7 @@ SUM = op("Sum", _sum_kernel, _infer_reduce_for("Sum"), _g_sum)
 MEAN = op("Mean", _mean_kernel, _infer_reduce_for("Mean"), _g_mean)
 MAX = op("Max", _extreme_kernel(np.max), _infer_reduce_for("Max"), _g_extreme)
 MIN = op("Min", _extreme_kernel(np.min), _infer_reduce_for("Min"), _g_extreme)
-PROD = op("Prod", lambda x, axis=None, keepdims=False: np.prod(x, axis=axis, keepdims=keepdims, dtype=x.dtype),
+PROD = op("Prod", lambda x, axis=None, keepdims=False: np.multiply.reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype),
           _infer_reduce_for("Prod"), _g_prod)
 ANY = op("Any", lambda x, axis=None, keepdims=False: np.any(x, axis=axis, keepdims=keepdims), _infer_reduce_for("Any"))
 ALL = op("All", lambda x, axis=None, keepdims=False: np.all(x, axis=axis, keepdims=keepdims), _infer_reduce_for("All"))

@@ -139,7 +139,7 @@ def _cumsum_kernel(x, axis, exclusive=False, reverse=False):
     a = norm_axis(int(axis), x.ndim, "Cumsum")
     if reverse:
         x = np.flip(x, a)
-    out = np.cumsum(x, axis=a, dtype=x.dtype)
+    out = np.add.accumulate(x, axis=a, dtype=x.dtype)    # a ufunc, not np.cumsum: fp_semantics.py
     if exclusive:
         shifted = np.zeros_like(out)
         dst, src = [slice(None)] * out.ndim, [slice(None)] * out.ndim

@@ -38,7 +38,7 @@ def _cumprod_kernel(x, axis, exclusive=False, reverse=False):
         raise InvalidArgumentError("Cumprod: input must have rank >= 1, got a scalar", op_name="Cumprod")
     a = int(axis) % x.ndim
     y = np.flip(x, a) if reverse else x
-    out = np.cumprod(y, axis=a, dtype=x.dtype)
+    out = np.multiply.accumulate(y, axis=a, dtype=x.dtype)    # a ufunc, not np.cumprod: fp_semantics.py
     if exclusive:
         out = np.concatenate([np.ones_like(np.take(out, [0], axis=a)), np.delete(out, -1, axis=a)], axis=a)
     return np.flip(out, a) if reverse else out

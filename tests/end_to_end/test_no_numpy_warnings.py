@@ -95,11 +95,26 @@ def test_no_warnings_under_a_tape_and_user_numpy_still_warns():
 
 
 def test_generated_code_never_shows_in_warnings():
+    # Python's default filters (show once per location), as a user's script or pytest has them
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
         for mode in sorted(MODES):
             MODES[mode](program, X)
     assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w) for w in caught]
+
+
+@pytest.mark.parametrize("displace", ["always", "reset"])
+def test_kernel_filter_survives_new_filters_and_reset(displace):
+    # a filter added later ("always"), or none left at all: the dispatch point and each plan put it back
+    with warnings.catch_warnings(record=True) as caught:
+        if displace == "always":
+            warnings.simplefilter("always")
+        else:
+            warnings.resetwarnings()
+        for mode in sorted(MODES):
+            MODES[mode](program, X)
+        np.log(np.zeros(1))                       # the user's own NumPy call is still shown
+    assert [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)] == [
+        "divide by zero encountered in log"]
 
 
 def test_side_effects_run_once_when_warnings_are_errors():
@@ -132,16 +147,72 @@ def test_errors_that_are_not_numpy_warnings_still_raise():
             f(ek.constant(X))
 
 
-def test_numpy_functions_called_by_kernels_are_quiet_too(tmp_path, monkeypatch):
-    # a kernel module calling np.sum: NumPy attributes the warning to its own fromnumeric.py
-    from eager import fp_semantics
-    (tmp_path / "kernels_mod.py").write_text("import numpy as np\n\ndef kern(x):\n    return np.sum(x)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(fp_semantics, "_SOURCES", fp_semantics._SOURCES + [str(tmp_path) + "/"])
-    import kernels_mod
-    big = np.full(4, 3e38, np.float32)
+BIG_VALUES = np.full(4, 3e38, np.float32)
+
+
+def _sum(x):
+    return ek.reduce_sum(x)
+
+
+def _prod(x):
+    return ek.reduce_prod(x)
+
+
+def _mean_f16(x):
+    return ek.reduce_mean(ek.cast(x, ek.float16) * 1e4)
+
+
+def _cumsum(x):
+    return ek.math.cumsum(x)
+
+
+def _cumprod(x):
+    return ek.math.cumprod(x)
+
+
+def _l2_loss(x):
+    return ek.nn.l2_loss(x)
+
+
+def _einsum(x):
+    return ek.einsum("i,i->", x, x)
+
+
+REDUCTIONS = {f.__name__: f for f in (_sum, _prod, _mean_f16, _cumsum, _cumprod, _l2_loss, _einsum)}
+
+
+@pytest.mark.parametrize("mode", ["eager", "function"])
+@pytest.mark.parametrize("name", sorted(REDUCTIONS))
+def test_reductions_and_accumulations_are_quiet(name, mode):
+    # NumPy attributes a warning to the frame that called the ufunc: kernels must not go through NumPy's
+    # Python wrappers (np.sum, ndarray.prod, ...), whose module is NumPy's own
+    fn = REDUCTIONS[name] if mode == "eager" else function(REDUCTIONS[name])
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        assert np.isposinf(kernels_mod.kern(big))
-        np.sum(big)                                   # the user's own NumPy call still warns
-    assert [w.category for w in caught] == [RuntimeWarning]
+        out = fn(ek.constant(BIG_VALUES))
+    assert not [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert not np.isfinite(np.asarray(out.numpy(), np.float64)).all()
+
+
+def test_only_graphjit_kernels_are_quiet(tmp_path, monkeypatch):
+    # the user's own NumPy calls and another library's still warn: the filter is by module
+    (tmp_path / "otherlib.py").write_text("import numpy as np\n\ndef kern(x):\n    return np.log(x * 0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import otherlib
+    with warnings.catch_warnings(record=True) as caught:
+        otherlib.kern(np.ones(2))
+        np.sum(BIG_VALUES)
+        ek.reduce_sum(ek.constant(BIG_VALUES))
+    assert sorted(str(w.message) for w in caught) == ["divide by zero encountered in log",
+                                                      "overflow encountered in reduce"]
+
+
+def test_fp_semantics_uses_public_interfaces_only():
+    import ast
+    import inspect
+    from eager import fp_semantics
+    tree = ast.parse(inspect.getsource(fp_semantics))
+    private = [f"{n.value.id}.{n.attr}" for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr.startswith("_")]
+    imports = [a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names]
+    assert not private and all(not name.startswith("_") for name in imports)
+    assert "numpy._core" not in inspect.getsource(fp_semantics)
