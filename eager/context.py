@@ -86,6 +86,15 @@ def executing_eagerly() -> bool:
     return _state.stack[-1].is_eager
 
 
+def graphs_being_built() -> list:
+    """The graph-building contexts on top of this thread's stack, innermost last (none when eager)."""
+    stack = _state.stack
+    i = len(stack)
+    while i > 0 and not stack[i - 1].is_eager:
+        i -= 1
+    return stack[i:]
+
+
 def push(ctx) -> None:
     """Put `ctx` (a `Context`, or `EAGER`) on top of this thread's stack."""
     if ctx is not EAGER and not isinstance(ctx, Context):

@@ -34,7 +34,7 @@ from graph_runtime import placeholder
 from .inline import inline as _inline
 from graph_runtime.pipeline import prepare
 
-from .func_graph import FuncGraph
+from .func_graph import FuncGraph, inline_only_plan
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
 from .trace_type import component_arrays, component_specs, placeholder_value, serves, tracing_type
@@ -351,7 +351,10 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     targets = run_targets(graph, graph.lifted_ops)
     nodes_before = len(graph.get_operations())
     phases.add("trace", time.perf_counter() - t_start - phases.phases.get("autograph", 0.0))
-    plan, nodes_after = _compile(graph, placeholders, fetches, targets, phases=phases)
+    captured = [ph for _, ph in graph.captures]       # tensors of a graph being built (func_graph.py)
+    plan, nodes_after = _compile(graph, placeholders + captured, fetches, targets, phases=phases)
+    if captured:
+        plan = inline_only_plan(name, graph.captures)
     cf = ConcreteFunction(
         name, graph, placeholders, input_specs,
         [f"{p}: {s.short()}" for p, s in zip(tensor_paths, tensor_specs)] +

@@ -7,13 +7,22 @@ symbolic tensor of a function is when one is used where it has no value:
 inside the function while it is traced (`numpy()`: use eager.print there and
 `.numpy()` on the result), or after tracing ended, when the tensor leaked out
 of the function (out of scope: TF's TypeError).
+
+A function traced while another graph is being built (a dataset's map
+function made inside a traced function) may use that graph's tensors: each
+becomes a captured input (`captures`: outer tensor and placeholder).  Such a
+trace can only be copied into that graph (`inline.py`), which maps each
+placeholder back to its tensor.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from eager import context as _context
+from graph_runtime.building import GraphTensor
 from graph_runtime.compiler import prune
 from graph_runtime.graph import Graph
+from graph_runtime.graph_ops import PLACEHOLDER
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
 
@@ -25,6 +34,20 @@ class FuncGraph(Graph):
         self.allow_variable_creation = allow_variable_creation
         self.created_variables: list = []
         self.lifted_ops: set = set()
+        self.enclosing = tuple(_context.graphs_being_built())   # whose tensors may be captured
+        self.captures: list = []              # (outer tensor, placeholder), in capture order
+
+    def capture(self, tensor):
+        if isinstance(tensor, GraphTensor) and tensor._op._graph is not self and \
+                any(tensor._op._graph is g for g in self.enclosing):
+            for outer, ph in self.captures:
+                if outer is tensor:
+                    return ph
+            with self.control_dependencies(None):
+                ph = self.add_op(PLACEHOLDER, (), {"dtype": tensor.dtype, "shape": tensor.shape}, "capture")
+            self.captures.append((tensor, ph))
+            return ph
+        return super().capture(tensor)
 
     tracing_done = False      # set when the Python function has returned: its tensors are then out of scope
 
@@ -62,6 +85,15 @@ class FuncGraph(Graph):
         var._value = np.array(plan())
         self.lifted_ops.update(id(o) for o in ops)
         self.created_variables.append(var)
+
+
+def inline_only_plan(name, captures):
+    """The plan of a trace that captured tensors of a graph being built: calling it is refused."""
+    def refuse(*arrays):
+        raise RuntimeError(f"{name} was traced while another graph was being built and uses its tensors "
+                           f"({', '.join(repr(t.name) for t, _ in captures[:3])}): it can only be copied into "
+                           f"that graph (ConcreteFunction.inline), not called")
+    return refuse
 
 
 def _created_at(tensor) -> str:

@@ -12,7 +12,9 @@ exported GraphDef is cached per concrete function.
 
 `eager.data` uses it (through `ConcreteFunction.inline`) so that a staged
 dataset loop runs the dataset's own traced map/filter functions: traced once,
-when the dataset was built.  Imports `eager` and `graph_runtime`.
+when the dataset was built.  A trace made while this graph was being built may
+have captured its tensors (`FuncGraph.captures`): they are mapped back.
+Imports `eager` and `graph_runtime`.
 """
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ def _exported(concrete):
     if cached is None:
         ctx = EncodeContext()
         gd = graph_to_graph_def(concrete.graph, _ctx=ctx)
-        inputs = {t.op.name for t in concrete.inputs}
+        inputs = {t.op.name for t in concrete.inputs} | {ph.op.name for _, ph in concrete.graph.captures}
         gd = dict(gd, nodes=[n for n in gd["nodes"] if n["name"] not in inputs])   # fed by the input_map
         cached = concrete._inline_export = (gd, dict(ctx.variables))
     return cached
@@ -58,6 +60,8 @@ def inline(concrete, tensors: list):
             raise TypeError(f"{concrete._name}: argument {t.dtype.name}{t.shape} is not compatible with "
                             f"{ph.dtype.name}{ph.shape}")
         input_map[ph.name] = t
+    for outer, ph in getattr(concrete.graph, "captures", ()):
+        input_map[ph.name] = graph.capture(outer)       # a tensor of the graph the trace was made in
     # an output that is an argument (`lambda a, b: (a * 2, b)`) is the call's tensor: the GraphDef has no node
     # for a placeholder the input_map replaces
     arguments = {ph.name for ph in concrete.inputs}

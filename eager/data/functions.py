@@ -13,12 +13,20 @@ into positional arguments; a dict, a namedtuple or a tensor is one argument.
 `output_spec` is the spec of the traced outputs (lists become tuples, Python
 numbers tensors).  Elements that hold datasets (`window`) cannot be traced, so
 those functions run in Python (TF builds a dataset graph there instead).
+
+`dataset_probe(fn, element_spec, ...)`: the dataset a `flat_map`/`interleave`
+function returns, built once on placeholders of the element spec inside a
+trace, so its `element_spec` keeps the unknown dimensions of the input (a
+dataset built on a zeros sample would report them as 0), and its nodes tell
+the staged form which state an inner dataset carries.
 """
 from __future__ import annotations
 
 from .. import context as _context
 from .. import nest
 from ..compiler_hook import function_compiler
+from ..convert import constant
+from ..errors import OperatorNotAllowedInGraphError
 from ..tensor_spec import TensorSpec
 from . import structure
 
@@ -82,3 +90,27 @@ def element_function(fn, element_spec, what: str) -> StructuredFunction:
     """`fn` called per element (tuple elements unpacked into arguments)."""
     args = element_spec if unpack(element_spec) else (element_spec,)
     return StructuredFunction(fn, args, what)
+
+
+def dataset_probe(fn, element_spec, node_of, sample_of, what: str):
+    """The node of the dataset `fn` returns for an element of `element_spec` (see the module docstring)."""
+    if not callable(fn):
+        raise TypeError(f"{what}: expected a callable, got {type(fn).__name__}")
+    if _has_datasets(element_spec):         # window's datasets: called on a sample, in Python
+        element = sample_of(element_spec)
+        return node_of(fn(*element) if unpack(element) else fn(element), what)
+    made = []
+
+    def probe(*args):
+        made.append(node_of(fn(*args), what))
+        return constant(0)                  # what the trace returns does not matter, only what fn built
+    args = element_spec if unpack(element_spec) else (element_spec,)
+    try:
+        function_compiler()(probe, input_signature=list(args)).get_concrete_function()
+    except (OperatorNotAllowedInGraphError, NotImplementedError, TypeError, ValueError) as e:
+        # fn needs concrete values (e.g. `repeat(int(x))`): it runs on a zeros sample, and eagerly only
+        element = sample_of(element_spec)
+        node = node_of(fn(*element) if unpack(element) else fn(element), what)
+        node.untraceable = f"{type(e).__name__}: {e}"
+        return node
+    return made[-1]

@@ -15,6 +15,7 @@ from ..dtypes import int64
 from . import arguments, batching, sources, structure, transforms
 from .lowering import SCALAR, Stream, Wrapped, flat, loop, pass_key, relaxed, spec_shapes, when
 from .lowering_batches import BatchStream, RowsOf, UnbatchStream, padding
+from .lowering_nested import FlatMapStream, InterleaveStream
 from .lowering_access import EnumerateAccess, MapAccess, Range, ShuffleStream, Slices, ZipAccess
 
 
@@ -32,8 +33,6 @@ def lower(node) -> Stream:
 _REFUSED = {
     sources.FromGenerator: "its elements are made by running the Python generator, and a graph runs "
                            "without calling Python per element (a saved function could not carry the generator)",
-    transforms.FlatMap: "its function returns a dataset built in Python per element",
-    transforms.Interleave: "its function returns a dataset built in Python per element",
     batching.Window: "its elements are datasets",
 }
 
@@ -330,6 +329,8 @@ _STREAMS = {
     transforms.Shard: _one(ShardStream),
     transforms.Scan: _one(ScanStream),
     transforms.TakeWhile: _one(TakeWhileStream),
+    transforms.FlatMap: _one(FlatMapStream),
+    transforms.Interleave: _one(InterleaveStream),
     batching.Batch: _one(BatchStream),
     batching.Unbatch: _one(UnbatchStream),
     batching.Rebatch: _rebatch,

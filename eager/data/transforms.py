@@ -280,15 +280,17 @@ class FlatMap:
 
     def __init__(self, node, fn, node_of, sample_of):
         self.inputs, self.fn, self.node_of = (node,), fn, node_of
-        self.spec = self._make(sample_of(node.spec)).spec    # fn called once on a placeholder element
+        self.probe = functions.dataset_probe(fn, node.spec, node_of, sample_of, "flat_map")
+        self.spec = self.probe.spec
 
-    def _make(self, element):
+    def make(self, element):
+        """The node of the dataset `fn` builds for `element` (eagerly, or while a graph is staged)."""
         result = self.fn(*element) if functions.unpack(element) else self.fn(element)
         return self.node_of(result, "flat_map")
 
     def iterate(self):
         for x in self.inputs[0].iterate():
-            yield from self._make(x).iterate()
+            yield from self.make(x).iterate()
 
     def cardinality(self):
         return UNKNOWN
@@ -303,7 +305,12 @@ class Interleave:
         self.block = int(block_length)
         if self.block < 1:
             raise ValueError(f"interleave: block_length must be positive, got {block_length}")
-        self.spec = FlatMap(node, fn, node_of, sample_of).spec
+        self.probe = functions.dataset_probe(fn, node.spec, node_of, sample_of, "interleave")
+        self.spec = self.probe.spec
+
+    def make(self, element):
+        result = self.fn(*element) if functions.unpack(element) else self.fn(element)
+        return self.node_of(result, "interleave")
 
     def iterate(self):
         source = self.inputs[0].iterate()
@@ -327,8 +334,7 @@ class Interleave:
                 except StopIteration:
                     end_of_input = True
                     continue
-                made = self.fn(*element) if functions.unpack(element) else self.fn(element)
-                slots[cycle], open_ = iter(self.node_of(made, "interleave").iterate()), open_ + 1
+                slots[cycle], open_ = iter(self.make(element).iterate()), open_ + 1
             else:
                 cycle, block = (cycle + 1) % self.cycle, 0
 

@@ -55,6 +55,18 @@ PIPELINES = {
     "rebatch": lambda: Dataset.range(9).batch(4).rebatch([3, 1]).map(lambda b: ek.reduce_sum(b) * 10 + ek.size(b, ek.int64)),
     "padded_batch": lambda: Dataset.range(1, 6).map(lambda x: ek.fill([x], x)).padded_batch(
         2, padded_shapes=[6], padding_values=ek.constant(-1, ek.int64)).map(lambda b: ek.reduce_sum(b)),
+    "flat_map_slices": lambda: Dataset.from_tensor_slices(np.array([[1, 2], [3, 4]], np.int64))
+                                      .flat_map(lambda r: Dataset.from_tensor_slices(r)),
+    "flat_map_closing_over_the_element": lambda: Dataset.range(1, 4).flat_map(
+        lambda x: Dataset.range(x).map(lambda y: y * 10 + x)),
+    "flat_map_with_empty_datasets": lambda: Dataset.range(4).flat_map(
+        lambda x: Dataset.range(x).filter(lambda y: y > 0)),
+    "flat_map_of_batches": lambda: Dataset.range(5).batch(2).flat_map(lambda b: Dataset.from_tensors(b))
+                                          .map(lambda b: ek.reduce_sum(b)),
+    "interleave_blocks": lambda: Dataset.range(1, 5).interleave(
+        lambda x: Dataset.range(x).map(lambda y: x * 10 + y), cycle_length=2, block_length=2),
+    "interleave_three": lambda: Dataset.range(1, 6).interleave(
+        lambda x: Dataset.range(x).map(lambda y: x * 10 + y), cycle_length=3),
     "from_tensors": lambda: Dataset.from_tensors(ek.constant(4, ek.int64)).repeat(2),
 }
 
@@ -66,6 +78,16 @@ def test_staged_loop_gives_the_eager_elements(name):
 
 
 def test_expected_values_written_out():
+    # TF 2.21 gives these (tf.data's documented interleave order)
+    assert staged_values(PIPELINES["interleave_blocks"]) == [10, 20, 21, 30, 31, 32, 40, 41, 42, 43]
+    assert staged_values(PIPELINES["interleave_three"]) == [10, 20, 30, 21, 31, 40, 32, 41, 50, 42, 51, 43, 52,
+                                                            53, 54]
+    assert staged_values(PIPELINES["flat_map_closing_over_the_element"]) == [1, 2, 12, 3, 13, 23]
+    # the example of tf.data.Dataset.interleave's documentation, with its printed output
+    tf_doc = lambda: Dataset.range(1, 6).interleave(lambda x: Dataset.from_tensors(x).repeat(6),  # noqa: E731
+                                                    cycle_length=2, block_length=4)
+    assert staged_values(tf_doc) == eager_values(tf_doc()) == [
+        1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 3, 3, 4, 4, 5, 5, 5, 5, 5, 5]
     assert staged_values(PIPELINES["map_filter_map"]) == [7, 9, 11, 13, 15, 17]
     assert staged_values(PIPELINES["batch_unbatched_sum"]) == [3, 12, 6]
     assert staged_values(PIPELINES["zip_sum"]) == [10, 13, 16, 19]
@@ -196,6 +218,41 @@ def test_reduce_and_cardinality_inside_a_function():
         return len(Dataset.range(3))
     with pytest.raises(TypeError, match="only supports `len` in eager mode"):
         g()
+
+
+def test_a_map_inside_a_function_may_use_its_tensors():
+    @function
+    def scaled_sum(k, xs):
+        s = ek.constant(0, ek.int64)
+        for a in Dataset.from_tensor_slices(xs).map(lambda a: a * k):
+            s += a
+        return s
+    xs = ek.constant([1, 2, 3], ek.int64)
+    assert int(scaled_sum(ek.constant(3, ek.int64), xs)) == 18
+    assert int(scaled_sum(ek.constant(2, ek.int64), xs)) == 12
+    assert scaled_sum.experimental_get_tracing_count() == 1
+
+
+def test_what_cannot_be_staged_is_refused_with_the_reason():
+    windows = Dataset.range(7).window(3).flat_map(lambda w: w.batch(3))
+    needs_an_int = Dataset.range(3).flat_map(lambda x: Dataset.range(5).take(int(x)))
+    assert [x.tolist() for x in windows.as_numpy_iterator()] == [[0, 1, 2], [3, 4, 5], [6]]
+    assert [int(x) for x in needs_an_int.as_numpy_iterator()] == [0, 0, 1]        # eagerly both work
+
+    def total(ds):
+        @function
+        def f():
+            s = ek.constant(0, ek.int64)
+            for x in ds:
+                s += ek.reduce_sum(x)
+            return s
+        return f
+    with pytest.raises(NotImplementedError, match="Window.*its elements are datasets"):
+        total(windows)()
+    with pytest.raises(NotImplementedError, match="flat_map.*could not be called on symbolic elements"):
+        total(needs_an_int)()
+    with pytest.raises(NotImplementedError, match="only the in-memory cache"):
+        Dataset.range(3).cache("/tmp/somewhere")
 
 
 def test_generator_datasets_are_refused_inside_a_graph_with_the_reason():
