@@ -37,7 +37,7 @@ from graph_runtime.pipeline import prepare
 from .func_graph import FuncGraph, inline_only_plan
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
-from .trace_type import component_arrays, component_specs, placeholder_value, serves, tracing_type
+from .trace_type import component_arrays, component_specs, component_tensors, placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
 
@@ -105,7 +105,7 @@ class ConcreteFunction:
             if _is_tensor_leaf(x):
                 inputs.append(ek.convert_to_tensor(x))
             elif self._components and tracing_type(x) is not None:
-                inputs.extend(Tensor(a) for a in component_arrays(x))
+                inputs.extend(component_tensors(x))
         outs = call_recorded(self, inputs)
         return self._pack(outs)
 
@@ -128,18 +128,20 @@ class ConcreteFunction:
     def __call__(self, *args, **kwargs):
         """Call with tensors matching this function's input specs, and the traced Python values (checked)."""
         if self.function_type is not None:
-            return self._run(self.function_type.bind(args, kwargs, len(self.inputs)))
-        flat = [x for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
-        if len(flat) != len(self.inputs):
-            raise TypeError(f"{self._name}: expected {len(self.inputs)} tensor arguments, got {len(flat)}")
-        arrays = []
-        for x, spec in zip(flat, self._input_specs):
-            t = ek.convert_to_tensor(x)
-            if not spec.is_compatible_with(t):
-                raise TypeError(f"{self._name}: argument {t.dtype.name}{t.shape} is not compatible with "
-                                f"{spec!r}")
-            arrays.append(t._value)
-        return self._run(arrays)
+            tensors = self.function_type.bind(args, kwargs, len(self.inputs))
+        else:
+            flat = [x for x in _flat_call(args, kwargs) if _is_tensor_leaf(x)]
+            if len(flat) != len(self.inputs):
+                raise TypeError(f"{self._name}: expected {len(self.inputs)} tensor arguments, got {len(flat)}")
+            tensors = [ek.convert_to_tensor(x) for x in flat]
+            for t, spec in zip(tensors, self._input_specs):
+                if not spec.is_compatible_with(t):
+                    raise TypeError(f"{self._name}: argument {t.dtype.name}{t.shape} is not compatible with "
+                                    f"{spec!r}")
+        if _tape_state.any_recording():     # differentiable, as a call through the Function is
+            from .call_op import call_recorded
+            return self._pack(call_recorded(self, tensors))
+        return self._run([t._value for t in tensors])
 
     def inline(self, *args, **kwargs):
         """While another graph is being built: this function's traced ops copied into it on these

@@ -19,7 +19,7 @@ from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
 
-from .trace_type import component_arrays, component_specs, serves, tracing_type
+from .trace_type import component_specs, component_tensors, serves, tracing_type
 
 
 class _Slot:
@@ -101,7 +101,7 @@ class FunctionType:
         return cls(name, signature, dict(bound.arguments))
 
     def bind(self, args, kwargs, n_inputs: int) -> list:
-        """The concrete function's flat input arrays for this call; TypeError when a Python value differs
+        """The concrete function's flat input tensors for this call; TypeError when a Python value differs
         from the traced one, a tensor does not fit its spec, or the structure differs."""
         try:
             given = self._signature.bind_partial(*args, **kwargs).arguments
@@ -110,7 +110,7 @@ class FunctionType:
         extra = [n for n in given if n not in self._traced]
         if extra:
             raise TypeError(f"{self._name}: unexpected argument {extra[0]!r}; signature: {self}")
-        arrays = [None] * n_inputs
+        tensors = [None] * n_inputs
         for n, traced in self._traced.items():
             value = given.get(n, traced)
             t_flat = ek.nest.flatten(traced)
@@ -123,15 +123,15 @@ class FunctionType:
                 if isinstance(t, _Slot):
                     if isinstance(v, _Slot):
                         raise TypeError(self._failure(n, f"missing tensor for {t.spec!r}", args, kwargs))
-                    arrays[t.index] = self._tensor_for(n, t.spec, v, args, kwargs)
+                    tensors[t.index] = self._tensor_for(n, t.spec, v, args, kwargs)
                 elif isinstance(t, _Fed):
                     if not Literal(t.value).accepts(v):
                         raise TypeError(self._failure(n, f"{v!r:.60} does not fit {_annotation(t)!r:.80}", args,
                                                       kwargs))
-                    arrays[t.index:t.index + t.n] = component_arrays(v)
+                    tensors[t.index:t.index + t.n] = component_tensors(v)
                 elif not isinstance(v, _Slot) and not Literal(t).accepts(v):
                     raise TypeError(self._failure(n, f"Can not cast {v!r:.60} to {Literal(t)!r:.80}", args, kwargs))
-        return arrays
+        return tensors
 
     def _tensor_for(self, name, spec, v, args, kwargs):
         if isinstance(v, TensorSpec) or not isinstance(v, (Tensor, np.ndarray, np.generic, int, float, bool,
@@ -143,7 +143,7 @@ class FunctionType:
         if not spec.is_compatible_with(t):
             raise TypeError(self._failure(name, f"argument {t.dtype.name}{t.shape} is not compatible with "
                                                 f"{spec!r}", args, kwargs))
-        return t._value
+        return t
 
     def _failure(self, name, why, args, kwargs) -> str:
         got = ", ".join([_short(a) for a in args] + [f"{k}={_short(v)}" for k, v in kwargs.items()])

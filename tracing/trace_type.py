@@ -97,12 +97,17 @@ def component_specs(tt) -> list:
     return list(flatten())
 
 
-def component_arrays(x) -> list:
-    """The arrays argument `x` feeds the graph at a call (its trace type's `to_tensors`), checked."""
+def component_tensors(x) -> list:
+    """The tensors argument `x` feeds the graph at a call (its trace type's `to_tensors`), checked."""
     tt = tracing_type(x)
     specs = component_specs(tt)
     tensors = list(tt.to_tensors(x))
     if len(tensors) != len(specs):
         raise TypeError(f"{type(tt).__name__}.to_tensors gave {len(tensors)} tensors for {len(specs)} specs "
                         f"of its flatten()")
-    return [t._value for t in tensors]
+    return tensors
+
+
+def component_arrays(x) -> list:
+    """The arrays of `component_tensors(x)`."""
+    return [t._value for t in component_tensors(x)]

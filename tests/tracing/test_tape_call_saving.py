@@ -1,6 +1,7 @@
 """A `@function` call recorded by a GradientTape runs the function once: its forward saves the values the
 gradient reads, and the backward does not run the forward again (side effects happen once per call)."""
 import numpy as np
+import pytest
 
 import eager as ek
 from tracing import function
@@ -69,3 +70,28 @@ def test_the_call_returns_only_the_functions_outputs():
         tape.watch(x)
         ref = x * 2.0 + _eager(x)
     np.testing.assert_allclose(g.numpy(), tape.gradient(ref, x).numpy(), rtol=1e-10)
+
+
+def test_a_concrete_function_called_under_a_tape_is_differentiable():
+    # it used to run its plan without recording, so every gradient came out None
+    v = ek.Variable(np.float64(2.0))
+
+    def f(x, scale=1.0):
+        return ek.reduce_sum(x * v * x) * scale
+
+    f_traced = function(f)
+    by_spec = f_traced.get_concrete_function(ek.TensorSpec([3], ek.float64))
+    by_value = f_traced.get_concrete_function(ek.constant(X0), scale=3.0)
+    x = ek.constant(X0)
+    for cf, kwargs, scale in ((by_spec, {}, 1.0), (by_value, {"scale": 3.0}, 3.0)):
+        with ek.GradientTape() as tape:
+            tape.watch(x)
+            y = cf(x, **kwargs)
+        gx, gv = tape.gradient(y, [x, v])
+        np.testing.assert_allclose(y.numpy(), f(x, scale).numpy(), rtol=1e-12)
+        np.testing.assert_allclose(gx.numpy(), scale * 2 * 2.0 * X0, rtol=1e-12)
+        np.testing.assert_allclose(gv.numpy(), scale * np.sum(X0 ** 2), rtol=1e-12)
+    with ek.GradientTape() as tape:               # a spec mismatch is still refused before anything runs
+        tape.watch(x)
+        with pytest.raises(TypeError, match="not compatible"):
+            by_spec(ek.constant(X0[:2]))
