@@ -3,8 +3,9 @@
 A cluster is a dict of job name -> task count (`{"ps": 1, "worker": 2}`) or
 job name -> list of addresses (`{"worker": ["10.0.0.5:2222", ...]}`, one task
 per address; with Ray the host pins the task's actor to that node and the
-port is not used).  Every task has one CPU device,
-`/job:NAME/replica:0/task:T/device:CPU:0`.
+port is not used).  Every task has `SessionConfig.device_count` CPU devices
+(one by default), `/job:NAME/replica:0/task:T/device:CPU:i`
+(placement.local_devices); `Task.device` is its first.
 
 Device order (what placement's cost model breaks ties with, so the device an
 unconstrained op goes to): the "worker" job first (its task 0 plays TF's

@@ -4,13 +4,23 @@ Placement (placement.py) walks colocation groups in creation order.  For a
 group with several candidate devices it first takes the *default*: the
 candidate receiving the most input bytes from already placed ops (fewest
 bytes cross devices), device 0 on a tie.  `DeviceClocks.choose` then moves
-the group elsewhere only when that finishes it at least `MIGRATION_US`
-earlier, by a list schedule of the ops placed so far:
+the group elsewhere only when that finishes it at least `MIGRATION_US` plus
+one transfer back earlier, by a list schedule of the ops placed so far:
 
 - a device is busy until the estimated finish of the ops placed on it;
 - a group is ready when its inputs are: their producers' finish times, plus
-  `transfer_us(bytes)` for an input produced on another device;
+  the transfer time for an input produced on another device (a control
+  input crosses as an empty message: the link's overhead);
 - its compute time is the sum of its members' `compute_us`.
+
+Transfer time depends on the link (`Links`): between devices of one
+process (device threads of a local Session, or the devices of one task)
+`TRANSFER_OVERHEAD_US` + bytes at `BYTES_PER_US`; between processes (the
+tasks of a distributed session) the runtime's own cost, which a Ray runtime
+measures when the session starts (one actor-to-actor round trip,
+distributed/master.py) at `REMOTE_BYTES_PER_US`.  With a remote overhead of
+a millisecond or two, a small graph nobody placed stays on one task: moving
+an op to another task never finishes it earlier.
 
 `compute_us(op, measured)` is the op's measured duration (microseconds, from
 a traced run's `RunMetadata.step_stats`, which a Session collects: so the
@@ -29,6 +39,8 @@ FLOPS_PER_US = 2000.0         # one core, NumPy/BLAS: about 2 GFLOP/s
 ELEMENT_US = 0.002            # elementwise and other ops: per output element
 TRANSFER_OVERHEAD_US = 30.0   # one Send/Recv pair between device threads (bench_devices)
 BYTES_PER_US = 10_000.0       # copy bandwidth, 10 GB/s
+REMOTE_BYTES_PER_US = 200.0   # between Ray actors on one machine, through the object store (bench_distributed:
+                              # a 4 MB transfer costs about 20 ms)
 MIGRATION_US = 100.0          # leave the default device only to finish this much earlier
 
 
@@ -63,37 +75,64 @@ def compute_us(op, measured=None) -> float:
 
 
 def transfer_us(nbytes: int) -> float:
+    """A transfer between two devices of one process."""
     return TRANSFER_OVERHEAD_US + nbytes / BYTES_PER_US
+
+
+class Links:
+    """Transfer times between a session's devices (module docstring).
+
+    `process[i]`: which process device i lives in (None: all in this one);
+    `remote_us`: the overhead of one transfer between processes.
+    """
+
+    def __init__(self, process=None, remote_us: float = TRANSFER_OVERHEAD_US,
+                 remote_bytes_per_us: float = REMOTE_BYTES_PER_US):
+        self.process = process
+        self.remote_us = remote_us
+        self.remote_bytes_per_us = remote_bytes_per_us
+
+    def transfer_us(self, src: int, dst: int, nbytes: int) -> float:
+        if self.process is None or self.process[src] == self.process[dst]:
+            return transfer_us(nbytes)
+        return self.remote_us + nbytes / self.remote_bytes_per_us
+
+
+IN_PROCESS = Links()
 
 
 class DeviceClocks:
     """The list schedule placement keeps while it places groups (module docstring)."""
 
-    def __init__(self, n_devices: int, measured=None):
+    def __init__(self, n_devices: int, measured=None, links: Links = IN_PROCESS):
         self.free = [0.0] * n_devices
         self.finish: dict = {}             # op name -> estimated finish time
         self.measured = measured
+        self.links = links
 
     def _ready(self, group, device: int, placed: dict, nbytes) -> float:
         ready = self.free[device]
         names = {m._name for m in group}
         for m in group:
-            for t in m._inputs:
-                src = t._op._name
+            edges = [(t._op._name, t) for t in m._inputs] + [(c._name, None) for c in m._control_inputs]
+            for src, t in edges:
                 if src in names or src not in self.finish:
                     continue
                 at = self.finish[src]
                 if placed.get(src) != device:
-                    at += transfer_us(nbytes(t))
+                    at += self.links.transfer_us(placed[src], device, 0 if t is None else nbytes(t))
                 ready = max(ready, at)
         return ready
 
     def choose(self, group, cands, default: int, placed: dict, nbytes, in_run) -> int:
-        """`default`, or a candidate finishing `group` at least MIGRATION_US earlier."""
+        """`default`, or a candidate finishing `group` at least MIGRATION_US earlier, plus one transfer back
+        to the default device (what the group's users there will wait for; placing one group at a time, the
+        join of two branches is not seen when the first branch moves)."""
         cost = sum(compute_us(m, self.measured) for m in group if m._name in in_run)
         end = {d: self._ready(group, d, placed, nbytes) + cost for d in cands}
         best = min(cands, key=lambda d: (end[d], d != default, d))
-        return best if end[best] + MIGRATION_US < end[default] else default
+        back = self.links.transfer_us(best, default, 0) if best != default else 0.0
+        return best if end[best] + MIGRATION_US + back < end[default] else default
 
     def commit(self, group, device: int, placed: dict, nbytes, in_run) -> None:
         t = self._ready(group, device, placed, nbytes)

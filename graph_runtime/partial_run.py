@@ -46,7 +46,7 @@ _SETUP_FIRST = "Must run 'setup' before performing partial runs!"
 _ids = itertools.count()
 
 
-def _key(item, target) -> str:
+def fetch_key(item, target) -> str:
     """The name a fetch is declared and asked by: tensor name, op name (target), variable name."""
     if item.kind == "value":
         return item.tensor.name
@@ -94,8 +94,8 @@ class PartialRunHandle:
         return f"<PartialRunHandle {self._id}{'' if self._live else ' released'}>"
 
 
-def setup(session, fetches, feeds) -> PartialRunHandle:
-    graph = session.graph
+def declare(graph, fetches, feeds) -> tuple:
+    """A partial run's setup names: -> (feed tensors, fetch ReturnItems, target ops, fetch key -> index)."""
     if fetches is None:
         raise TypeError("partial_run_setup: fetches must be a tensor, op, name, or a list of them (got None)")
     feed_tensors = resolve_feeds(graph, list(feeds or []))
@@ -104,12 +104,17 @@ def setup(session, fetches, feeds) -> PartialRunHandle:
     fetch_index: dict = {}
     for i, item in enumerate(items):
         target = next(target_iter) if item.kind == "none" else None
-        key = _key(item, target)
+        key = fetch_key(item, target)
         if key in fetch_index:
             raise InvalidArgumentError(f"partial_run_setup: the fetch {key} is listed more than once")
         fetch_index[key] = i
+    return feed_tensors, items, targets, fetch_index
+
+
+def setup(session, fetches, feeds) -> PartialRunHandle:
+    feed_tensors, items, targets, fetch_index = declare(session.graph, fetches, feeds)
     # placed (bad device requests raise as in run) but not split: one schedule, stepped through call by call
-    plan = prepare(graph, feed_tensors, (), targets, session.config, returns=items, container="list",
+    plan = prepare(session.graph, feed_tensors, (), targets, session.config, returns=items, container="list",
                    split_devices=False)
     # target ops keep their names through the optimizer (the pipeline preserves them); a target with no
     # step (a constant, an op whose outputs are all fed) has nothing to run
@@ -134,33 +139,42 @@ def run(session, handle, fetches, feed_dict):
         return out
 
 
-
-
-def _check(session, handle, fetches, feed_dict) -> tuple:
-    """Validate one request: -> (feed value ids, fetch keys, steps to run, container, packer)."""
-    graph = session.graph
-    sched = handle._plan.schedule
+def check_request(graph, feed_index: dict, fed: set, fetch_index: dict, fetched: set, fetches, feed_dict) -> tuple:
+    """Validate one partial run's names against its setup (module docstring): -> (feed ids, fetch keys,
+    container, packer).  `feed_index`: feed name -> id; `fetch_index`: the declared fetch keys."""
     feed_tensors = resolve_feeds(graph, list(feed_dict))
     feed_ids = []
     for t in feed_tensors:
-        i = handle._feed_index.get(t.name)
+        i = feed_index.get(t.name)
         if i is None:
             raise InvalidArgumentError(f"The feed {t.name} was not specified in partial_run_setup.")
-        if i in handle._fed:
+        if i in fed:
             raise InvalidArgumentError(f"The feed {t.name} has already been fed.")
         feed_ids.append(i)
     items, targets, container, packer = resolve_fetches(graph, fetches)
     target_iter = iter(targets)
     keys = []
     for item in items:
-        key = _key(item, next(target_iter) if item.kind == "none" else None)
-        if key not in handle._fetch_index:
+        key = fetch_key(item, next(target_iter) if item.kind == "none" else None)
+        if key not in fetch_index:
             raise InvalidArgumentError(f"The fetch {key} was not specified in partial_run_setup.")
-        if key in handle._fetched:
+        if key in fetched:
             raise InvalidArgumentError(f"The fetch {key} has already been fetched.")
         keys.append(key)
-    fed_now = handle._fed | set(feed_ids)
-    todo = _steps_to_run(handle, sched, keys, fed_now)
+    return feed_ids, keys, container, packer
+
+
+def cannot_compute(feed_name: str, key: str) -> InvalidArgumentError:
+    """TensorFlow's error for a fetch that needs a declared feed not fed yet."""
+    return InvalidArgumentError(f"Fetch {feed_name} can't be computed from the feeds that have been fed so far. "
+                                f"(needed by the fetch {key})")
+
+
+def _check(session, handle, fetches, feed_dict) -> tuple:
+    """Validate one request: -> (feed value ids, fetch keys, steps to run, container, packer)."""
+    feed_ids, keys, container, packer = check_request(session.graph, handle._feed_index, handle._fed,
+                                                      handle._fetch_index, handle._fetched, fetches, feed_dict)
+    todo = _steps_to_run(handle, handle._plan.schedule, keys, handle._fed | set(feed_ids))
     return feed_ids, keys, todo, container, packer
 
 
@@ -193,8 +207,7 @@ def _steps_to_run(handle, sched, keys, fed_now) -> list:
     def want_value(vid, key):
         if vid < n_feeds:
             if vid not in fed_now:
-                raise InvalidArgumentError(f"Fetch {sched.feeds[vid].name} can't be computed from the feeds that have "
-                                   f"been fed so far. (needed by the fetch {key})")
+                raise cannot_compute(sched.feeds[vid].name, key)
             return
         i = handle._producer.get(vid)
         if i is not None and not handle._ran[i] and i not in need:

@@ -50,6 +50,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from .compiler import Plan, ReturnItem, compile_plan
+from .cost_model import IN_PROCESS
 from .operation import GraphTensor, Operation
 from .multi_device import MultiDevicePlan
 from .partition import split
@@ -103,11 +104,11 @@ def residuals(req: Request, fetched_specs=None) -> Request:
     return req if graph is req.graph else _in_graph(req, graph, req.report)
 
 
-def place(req: Request, config: SessionConfig, measured=None) -> Request:
+def place(req: Request, config: SessionConfig, measured=None, links=IN_PROCESS) -> Request:
     if config.device_count is None:
         return req       # a body or traced function: it runs where its op or caller runs
     roots = [t._op for t in req.fetches] + list(req.targets)
-    graph, _ = place_graph(req.graph, config, req.feeds, roots, req.preserve, measured)
+    graph, _ = place_graph(req.graph, config, req.feeds, roots, req.preserve, measured, links)
     return req if graph is req.graph else _in_graph(req, graph, req.report)
 
 
@@ -165,12 +166,13 @@ def compile(req: Request, config: SessionConfig, container: str, check_feeds: bo
     return plan
 
 
-def partition_request(graph, feeds, returns, targets, config: SessionConfig) -> Request:
+def partition_request(graph, feeds, returns, targets, config: SessionConfig, links=IN_PROCESS) -> Request:
     """The stages before `compile` for a distributed session (config.cluster set): the request with one
-    `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed)."""
+    `Part` per task device, each to be shipped to its task as a GraphDef (graph_runtime/distributed).
+    `links`: the transfer times between the devices (cost_model.Links: the runtime's own)."""
     req = residuals(prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets))))
     shipped = replace(config, disabled_passes=config.disabled_passes + TASK_PASSES)
-    req = optimize(place(req, config), shipped, False)
+    req = optimize(place(req, config, links=links), shipped, False)
     return partition(req, config, graph)
 
 

@@ -2,8 +2,8 @@
 
 Devices: `SessionConfig(device_count={"CPU": n})` gives n virtual CPUs,
 `/job:localhost/replica:0/task:0/device:CPU:i` (`local_devices`); a
-distributed session's `SessionConfig(cluster=...)` gives one CPU per task,
-`/job:worker/replica:0/task:1/device:CPU:0`.
+distributed session's `SessionConfig(cluster=...)` gives that many CPUs (one
+by default) on every task, `/job:worker/replica:0/task:1/device:CPU:0`.
 
 `place_graph(graph, config, feeds, roots, preserve)` places the ops that the
 roots (fetched tensors' ops, targets) need, as TensorFlow places the graph
@@ -54,7 +54,7 @@ import numpy as np
 from eager.errors import InvalidArgumentError
 
 from .compiler import prune
-from .cost_model import DeviceClocks
+from .cost_model import IN_PROCESS, DeviceClocks
 from .op_traits import variables_of
 from .device_spec import DeviceSpec
 from .passes.core import PassContext
@@ -74,10 +74,10 @@ class Device:
 
 def local_devices(config) -> list:
     """The devices `config.device_count` creates (one CPU when it is None), or, for a distributed session
-    (`config.cluster`), one CPU per task of the cluster (cluster_spec.py)."""
-    if config.cluster is not None:
-        return [Device(t.device, "CPU") for t in config.cluster.tasks()]
+    (`config.cluster`), that many CPUs on every task of the cluster, task by task (cluster_spec.py)."""
     n = (config.device_count or {}).get("CPU", 1)
+    if config.cluster is not None:
+        return [Device(f"{t.name}/device:CPU:{i}", "CPU") for t in config.cluster.tasks() for i in range(n)]
     return [Device(f"/job:localhost/replica:0/task:0/device:CPU:{i}", "CPU") for i in range(n)]
 
 
@@ -142,12 +142,13 @@ def _merged_request(members) -> tuple:
     return merged, first, None
 
 
-def assign(ops, config, graph_ops=None, measured=None) -> dict:
+def assign(ops, config, graph_ops=None, measured=None, links=IN_PROCESS) -> dict:
     """op name -> full device name for every op of `ops` (creation order; see the module docstring).
 
     `graph_ops` (default `ops`): all ops of the graph; a variable's requests come from all its ops, also
     those this run does not need (the initializer made under the variable's device scope).  `measured`:
-    op name -> measured microseconds (cost_model.py), from a Session's traced runs.
+    op name -> measured microseconds (cost_model.py), from a Session's traced runs.  `links`: transfer
+    times between the devices (cost_model.Links; a distributed runtime's tasks are separate processes).
     """
     devices = local_devices(config)
     specs = [DeviceSpec.from_string(d.name) for d in devices]
@@ -159,8 +160,9 @@ def assign(ops, config, graph_ops=None, measured=None) -> dict:
         members.setdefault(group_of[op._name], []).append(op)
     placed: dict = {}
     in_run = {op._name for op in ops}
-    clocks = DeviceClocks(len(devices), measured)
-    for op in ops:
+    clocks = DeviceClocks(len(devices), measured, links)
+    order, follows = _generators_last(ops, members, group_of)
+    for op in order:
         if op._name in placed:
             continue
         group = members[group_of[op._name]]
@@ -187,21 +189,42 @@ def assign(ops, config, graph_ops=None, measured=None) -> dict:
                     op_name=asker._name)
             cands = kernels_ok
         best = cands[0]
-        if len(cands) > 1 and not (config.cluster is not None and any(variables_of(m) for m in group)):
+        if placed.get(follows.get(op._name)) in cands:
+            best = placed[follows[op._name]]
+        elif len(cands) > 1 and not (config.cluster is not None and any(variables_of(m) for m in group)):
             # (a distributed session keeps each variable on one task for its lifetime: a variable's group
             # with no request goes to the first candidate, whatever the run, not where its inputs are)
             incoming = dict.fromkeys(cands, 0)
             for m in group:
-                for t in m._inputs:
-                    src = placed.get(t._op._name)
+                sources = [(t._op._name, _tensor_bytes(t)) for t in m._inputs]
+                for src, nbytes in sources + [(c._name, 0) for c in m._control_inputs]:
+                    src = placed.get(src)
                     if src in incoming:
-                        incoming[src] += _tensor_bytes(t)
+                        incoming[src] += nbytes + 1         # an edge carrying no bytes still ties it there
             best = max(cands, key=lambda i: (incoming[i], -i))
             best = clocks.choose(group, cands, best, placed, _tensor_bytes, in_run)
         clocks.commit(group, best, placed, _tensor_bytes, in_run)
         for m in group:
             placed[m._name] = best
     return {name: names[i] for name, i in placed.items()}
+
+
+def _generators_last(ops, members: dict, group_of: dict) -> tuple:
+    """(the ops in placing order, generator name -> its first consumer's name).
+
+    A generator (an op with no inputs and no control inputs, alone in its group, asking for no device: a
+    constant) is placed after the others, on its first consumer's device, as TensorFlow's placer
+    colocates generators with their consumer: placed first, it would go to device 0 and cost its consumer
+    a transfer every step (between tasks, a millisecond for a scalar)."""
+    consumer: dict = {}
+    for op in ops:
+        for t in op._inputs:
+            consumer.setdefault(t._op._name, op._name)
+    follows = {op._name: consumer[op._name] for op in ops
+               if op._name in consumer and not op._inputs and not op._control_inputs and not op._device
+               and len(members[group_of[op._name]]) == 1}
+    order = [op for op in ops if op._name not in follows] + [op for op in ops if op._name in follows]
+    return order, follows
 
 
 def variable_device(graph, var, config) -> str:
@@ -213,14 +236,14 @@ def variable_device(graph, var, config) -> str:
     return assign(ops[:1], config, graph._ops)[ops[0]._name]
 
 
-def place_graph(graph, config, feeds=(), roots=None, preserve=(), measured=None) -> tuple:
+def place_graph(graph, config, feeds=(), roots=None, preserve=(), measured=None, links=IN_PROCESS) -> tuple:
     """(placed graph, op name -> device) for the ops `roots` need (module docstring).
 
     The placed graph is a copy whose needed ops carry their full device name (the others keep their
     request: nothing runs them), or `graph` itself when there is one device and no needed op asks for one.
     """
     ops = list(graph._ops) if roots is None else prune(feeds, (), roots)
-    every = assign(ops, config, graph._ops, measured)
+    every = assign(ops, config, graph._ops, measured, links)
     assignment = {op._name: every[op._name] for op in ops}
     if config.log_device_placement:
         for op in ops:

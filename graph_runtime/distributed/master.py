@@ -16,7 +16,13 @@ runs on one (TF's master, on the driver; runtime.py has the interface):
   collects them (`fetches.pack_result`; the executable rebuilds nested
   structures);
 - variables are named once per session (payloads.VariableRegistry: the same
-  name in every partition, so a task's resource table binds them across runs).
+  name in every partition, so a task's resource table binds them across runs);
+- placement's transfer costs are this cluster's: when the session starts
+  it times a round trip between two tasks (`links`; devices of one task
+  share a process: cost_model.Links);
+- with `device_count={"CPU": n}` every task has n devices, and a task's
+  partitions of a run travel and run together (worker.py);
+- partial runs: partial_runs.py (`RayPartialRuns`, a base of this class).
 
 Faults.  A step that fails on a task makes that task abort the step on its
 peers; the master waits for every task and raises the task's error
@@ -37,7 +43,8 @@ variable's value comes back with its partition) or "restore" (a new actor,
 then every variable is restored from the last checkpoint a `Saver` wrote
 with this session).
 
-Lifecycle: `close()` stops the session's actors; so does the garbage
+Lifecycle: `close()` stops the session's actors (or keeps them idle, reset,
+for a later session: ray_backend.keep_idle_actors); so does the garbage
 collector for a session dropped unclosed (a finalizer: the actors hold
 handles to each other, so Ray alone would keep them alive).
 
@@ -47,7 +54,6 @@ ray_backend.py.
 from __future__ import annotations
 
 import itertools
-import threading
 import time
 import weakref
 from dataclasses import replace
@@ -56,6 +62,7 @@ import numpy as np
 
 from eager import errors as _errors
 
+from ..cost_model import Links
 from ..fetches import pack_result
 from ..graph import Graph, GraphKeys
 from ..graph_def import graph_to_graph_def
@@ -64,19 +71,24 @@ from ..placement import local_devices, variable_device
 from ..run_config import OpStats, SessionConfig
 from ..runtime import Executable, Request, Runtime, make_request, register_runtime
 from . import ray_backend
+from .partial_runs import RayPartialRuns
 from .payloads import VariableNames, VariableRegistry, build_task_plan
 from .worker import CONFIG_FIELDS
 
 _FAST_WAIT_S = 0.25          # how long a step's results are awaited in one call before watching each task
 _GRACE_S = 1.0               # the master waits this much longer than the tasks' own deadline (they check it)
 _HEALTH_S = 5.0              # a task that does not answer a ping within this is dead
+# step ids are unique in this process, not only in a session: a task reused by a later session (ray_backend's
+# idle actors) must never take a late value of an earlier session's step for one of its own
+_STEPS = itertools.count(1)
+_PROBES = 5                  # round trips timed between two tasks when a session starts (placement's costs)
 _ERRORS = {c.__name__: c for c in (
     _errors.InvalidArgumentError, _errors.NotFoundError, _errors.FailedPreconditionError,
     _errors.OutOfRangeError, _errors.UnimplementedError, _errors.UnavailableError,
     _errors.DeadlineExceededError, _errors.AbortedError)}
 
 
-class RayRuntime(Runtime):
+class RayRuntime(RayPartialRuns, Runtime):
     """A Session's runtime on a cluster of Ray actors (module docstring)."""
 
     targets = "'ray://local', 'ray://auto', 'ray://HOST:PORT' (a cluster of Ray actors)"
@@ -89,7 +101,7 @@ class RayRuntime(Runtime):
         if config.inter_op_parallelism_threads != 1:
             raise _errors.UnimplementedError("a distributed session runs each task's partition in order on that "
                                              "task; inter_op_parallelism_threads must be 1")
-        super().__init__(target, graph, replace(config, device_count={"CPU": 1}))
+        super().__init__(target, graph, replace(config, device_count=config.device_count or {"CPU": 1}))
         self.devices = local_devices(self.config)
         self._cluster = self.config.cluster
         self._tasks = {t.name: t for t in self._cluster.tasks()}
@@ -103,11 +115,11 @@ class RayRuntime(Runtime):
         self._dead: dict = {}                       # task name -> why
         self._names = VariableRegistry()
         self._regs = itertools.count(1)
-        self._steps = itertools.count(1)
-        self._lock = threading.Lock()
+        self._partial_runs = weakref.WeakSet()     # partial runs alive (a dropped handle: the gc frees it)
         try:
             self._actors.update(zip(self._tasks, ray_backend.start_tasks(self._ray, list(self._tasks.values()))))
             self._link()
+            self.links = self._measure_links()
         except BaseException:
             self.close()
             raise
@@ -116,9 +128,22 @@ class RayRuntime(Runtime):
         self._ray.get([a.set_peers.remote({n: b for n, b in self._actors.items() if n != name})
                        for name, a in self._actors.items()])
 
+    def _measure_links(self) -> Links:
+        """Placement's transfer costs on this cluster: devices of one task share a process; between tasks, one
+        actor-to-actor round trip, measured now (the median of a few; cost_model.py)."""
+        names = list(self._tasks)
+        process = [names.index(self._cluster.task_of_device(d.name).name) for d in self.devices]
+        if len(names) < 2:
+            return Links(process)
+        first, second = names[0], names[1]
+        rtt_s = self._ray.get(self._actors[first].probe.remote(second, _PROBES),
+                              timeout=self.config.operation_timeout_in_ms / 1000)
+        return Links(process, remote_us=rtt_s * 1e6)
+
     # -- executables -----------------------------------------------------------------------
     def prepare(self, request: Request) -> Executable:
-        req = partition_request(request.graph, request.feeds, request.returns, request.targets, self.config)
+        req = partition_request(request.graph, request.feeds, request.returns, request.targets, self.config,
+                                self.links)
         plan = build_task_plan(req, request.feeds, request.returns, request.container, self._cluster, self._names,
                                self._regs, {k: getattr(self.config, k) for k in CONFIG_FIELDS})
         return Executable(self, request, plan, direct=False, report=req.report)
@@ -168,6 +193,10 @@ class RayRuntime(Runtime):
         return _errors.UnavailableError(f"task {task} failed: {type(e).__name__}: {e}")
 
     # -- running -------------------------------------------------------------------------
+    @staticmethod
+    def next_step() -> int:
+        return next(_STEPS)          # (one C call: atomic under the GIL)
+
     def _step(self, runner, vals, options, run_metadata):
         self._recover()
         self._register(runner)
@@ -176,8 +205,7 @@ class RayRuntime(Runtime):
         timeout_s = ms / 1000.0
         trace = bool(options is not None and options.trace_level)
         began = time.time()
-        with self._lock:
-            step = next(self._steps)
+        step = self.next_step()
         refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s, trace)
                 for p in runner.parts]
         results = self._gather(runner, step, refs, timeout_s)
@@ -336,6 +364,8 @@ class RayRuntime(Runtime):
 
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
+        for handle in list(getattr(self, "_partial_runs", ())):
+            handle.release()
         if getattr(self, "_stop_actors", None) is not None:
             self._stop_actors()
 

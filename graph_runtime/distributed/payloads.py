@@ -3,10 +3,13 @@
 `build_task_plan(request, ...)` turns the pipeline's per-task partitions
 (`pipeline.partition_request`: placed and optimized on the driver) into a
 `TaskPlan`, the plan of a Ray runtime's `Executable`: for each task a `TaskPart`
-with a registration id and its payload, a dict of plain data only
+with a registration id and its payload, a dict of plain data only, with one
+entry per device of the task that the run uses (`SessionConfig.device_count`
+devices per task):
 
-    {"graph_def": GraphDef dict, "feeds": [tensor names], "targets": [op names],
-     "returns": [("value", tensor name) | ("var", variable name)], "config": {plain option values}}
+    {"partitions": [{"graph_def": GraphDef dict, "feeds": [tensor names], "targets": [op names],
+                     "returns": [("value", tensor name) | ("var", variable name)]}, ...],
+     "config": {plain option values}}
 
 plus where each task's feeds come from and where its returns go in the run's
 result.  Variables are named once per session (`VariableRegistry`), so every
@@ -73,7 +76,8 @@ class TaskPlan:
 
 def build_task_plan(req, feeds, items, container, cluster, registry, reg_ids, config: dict) -> TaskPlan:
     """The TaskPlan of one (fetches, feeds) of a distributed session (module docstring)."""
-    parts, defs = [], []
+    by_task: dict = {}
+    defs = []
     for p in req.parts:
         task = cluster.task_of_device(p.device)
         if task is None:
@@ -82,10 +86,14 @@ def build_task_plan(req, feeds, items, container, cluster, registry, reg_ids, co
         returns = [("value", r.tensor.name) if r.kind == "value" else ("var", ctx.variable_name(r.var))
                    for r in p.returns]
         gd = graph_to_graph_def(p.graph, _ctx=ctx)
-        payload = {"graph_def": gd, "feeds": [t.name for _, t in p.feeds], "returns": returns,
-                   "targets": [o.name for o in p.targets], "config": config}
-        parts.append(TaskPart(task.name, next(reg_ids), payload, [i for i, _ in p.feeds], list(p.return_index)))
+        by_task.setdefault(task.name, []).append((p, {"graph_def": gd, "feeds": [t.name for _, t in p.feeds],
+                                                      "returns": returns, "targets": [o.name for o in p.targets]}))
         defs.append(gd)
+    parts = []
+    for task, mine in by_task.items():      # a task's device partitions travel and run together
+        payload = {"partitions": [d for _, d in mine], "config": config}
+        parts.append(TaskPart(task, next(reg_ids), payload, [i for p, _ in mine for i, _ in p.feeds],
+                              [i for p, _ in mine for i in p.return_index]))
     fed_pos = {id(t): i for i, t in enumerate(feeds)}
     fed_returns = [(i, fed_pos[id(r.tensor)], r.tensor.dtype.np_dtype) for i, r in enumerate(items)
                    if r.kind == "value" and id(r.tensor) in fed_pos]

@@ -8,6 +8,14 @@ Targets:
 - `ray://HOST:PORT`: a remote cluster through the Ray Client
   (`ray.init("ray://HOST:PORT")`).
 
+Starting an actor costs a process and imports (about a second, more on a
+loaded machine).  `keep_idle_actors(n)` lets a closed session's actors go
+back to an idle pool of this process instead of stopping (each is reset
+first: its variables, partitions and peers are dropped; one still running a
+step is stopped), and later sessions take their tasks from it: a program or
+test suite that makes many short sessions pays the start-up once.  The
+default, 0, stops them with their session.
+
 Each task is one actor running `worker.TaskServer`, threaded
 (`max_concurrency`) so that `deliver`/`abort` calls reach it while a step
 waits in a `_Recv`.  Actors ask for no CPU (`num_cpus=0`): the tasks of a
@@ -21,6 +29,7 @@ Imports `ray` (only here and only when a distributed session is made: the
 from __future__ import annotations
 
 import os
+import threading
 
 from eager.errors import UnavailableError
 
@@ -28,6 +37,10 @@ from .worker import TaskServer
 
 TARGET_PREFIX = "ray://"
 _ACTOR_CONCURRENCY = 32
+_RETIRE_S = 2.0              # how long a closing session waits for a step still running on a task it would keep
+_pool_lock = threading.Lock()
+_idle: list = []             # reset actors of closed sessions, for the next session of this process
+_keep_idle = 0               # keep_idle_actors
 
 
 def ray_module():
@@ -45,6 +58,8 @@ def connect(target: str):
     where = target[len(TARGET_PREFIX):]
     if ray.is_initialized():
         return ray
+    with _pool_lock:
+        _idle.clear()            # actors of an earlier Ray instance of this process ended with it
     if where == "local":
         # the workers import graphjit as this process does (a source checkout on PYTHONPATH included)
         path = os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), _project_root()] if p)
@@ -68,21 +83,49 @@ def check_target(target: str) -> None:
                          f"got {target!r}")
 
 
+def keep_idle_actors(n: int) -> None:
+    """Keep up to `n` actors of closed sessions alive for later sessions of this process (module docstring);
+    0, the default, stops them with their session.  Idle actors beyond `n` are stopped now."""
+    global _keep_idle
+    if type(n) is not int or n < 0:
+        raise ValueError(f"keep_idle_actors: expected a count >= 0, got {n!r}")
+    with _pool_lock:
+        _keep_idle = n
+        extra = _idle[n:]
+        del _idle[n:]
+    if extra:
+        stop_tasks(ray_module(), extra)
+
+
+def _new_actor(ray, task):
+    options = {"num_cpus": 0, "max_concurrency": _ACTOR_CONCURRENCY}
+    if task.host:
+        options["resources"] = {f"node:{task.host}": 0.001}
+    return ray.remote(TaskServer).options(**options).remote(task.name)
+
+
+def _idle_actor():
+    with _pool_lock:
+        return _idle.pop() if _idle else None
+
+
 def start_tasks(ray, tasks) -> list:
-    """New actors for cluster tasks `tasks` (cluster_spec.Task), started together; waits until all answer."""
-    actors = []
-    for task in tasks:
-        options = {"num_cpus": 0, "max_concurrency": _ACTOR_CONCURRENCY}
-        if task.host:
-            options["resources"] = {f"node:{task.host}": 0.001}
-        actors.append(ray.remote(TaskServer).options(**options).remote(task.name))
-    pings = [a.ping.remote() for a in actors]      # the actors start concurrently: one wait for all
-    for task, ping in zip(tasks, pings):
+    """Actors for cluster tasks `tasks` (cluster_spec.Task): idle ones of closed sessions first (for tasks
+    pinned to no host), new ones started together otherwise; waits until all answer."""
+    actors = [(task.host is None and _idle_actor()) or _new_actor(ray, task) for task in tasks]
+    pings = [a.adopt.remote(task.name) for a, task in zip(actors, tasks)]    # the actors start concurrently
+    for i, (task, ping) in enumerate(zip(tasks, pings)):
         try:
             ray.get(ping, timeout=120)
-        except Exception as e:      # noqa: BLE001 - any start failure names the task
+            continue
+        except Exception as e:      # noqa: BLE001 - an idle actor may have died: one new try, then give up
+            error = e
+        try:
+            actors[i] = _new_actor(ray, task)
+            ray.get(actors[i].adopt.remote(task.name), timeout=120)
+        except Exception:       # noqa: BLE001 - any start failure names the task
             stop_tasks(ray, actors)
-            raise UnavailableError(f"could not start task {task.name} as a Ray actor: {e}") from None
+            raise UnavailableError(f"could not start task {task.name} as a Ray actor: {error}") from None
     return actors
 
 
@@ -100,11 +143,26 @@ def stop_tasks(ray, actors, wait_s: float = 10.0) -> None:
 
 
 def stop_all(ray, actors: dict) -> None:
-    """Stop every actor of `actors` (task name -> handle) and empty it: a session's close and finalizer."""
+    """Release every actor of `actors` (task name -> handle) and empty it: a session's close and finalizer.
+    Up to `keep_idle_actors` of them are reset and kept idle; the others (and any still busy) are stopped."""
     handles = list(actors.values())
     actors.clear()
     try:
-        stop_tasks(ray, handles)
+        with _pool_lock:
+            room = max(0, _keep_idle - len(_idle))
+        kept, stopped = handles[:room], handles[room:]
+        retiring = [a.retire.remote(_RETIRE_S) for a in kept]
+        for actor, ref in zip(kept, retiring):
+            try:
+                idle = ray.get(ref, timeout=_RETIRE_S + 5.0)
+            except Exception:       # noqa: BLE001 - dead or unreachable: stopped below
+                idle = False
+            if idle:
+                with _pool_lock:
+                    _idle.append(actor)
+            else:
+                stopped.append(actor)
+        stop_tasks(ray, stopped)
     except Exception:       # noqa: BLE001 - Ray itself is shutting down: it ends the actors
         pass
 

@@ -1,4 +1,6 @@
 """Graph builders shared by the distributed tests."""
+import contextlib
+
 import numpy as np
 
 import eager as ek
@@ -16,8 +18,10 @@ def local_config(**kw):
     return gr.SessionConfig(allow_soft_placement=True, **kw)
 
 
-def mlp_graph(seed=0):
-    """A 2-layer regression MLP: variables on the ps, layers on two workers, one SGD step op."""
+def mlp_graph(seed=0, workers=True):
+    """A 2-layer regression MLP: variables on the ps, layers on two workers (unplaced with `workers=False`),
+    one SGD step op."""
+    on = gr.device if workers else (lambda _: contextlib.nullcontext())
     rng = np.random.default_rng(seed)
     g = gr.Graph()
     with g.as_default():
@@ -26,9 +30,9 @@ def mlp_graph(seed=0):
         with gr.device("/job:ps/task:0"):
             w1 = ek.Variable(rng.normal(size=(5, 8)).astype(np.float32), name="w1")
             w2 = ek.Variable(rng.normal(size=(8, 3)).astype(np.float32), name="w2")
-        with gr.device("/job:worker/task:0"):
+        with on("/job:worker/task:0"):
             h = ek.tanh(ek.matmul(x, w1))
-        with gr.device("/job:worker/task:1"):
+        with on("/job:worker/task:1"):
             y = ek.matmul(h, w2)
             loss = ek.reduce_mean(ek.square(y - t))
         g1, g2 = gr.gradients(loss, [w1, w2])
