@@ -39,7 +39,7 @@ def rows() -> list[Row]:
     out.append(Row("50-op chain, 4x4 f32", "eager", measure(lambda: chain50(ek, x)), base))
 
     xb, yb, params = mlp_data()
-    np_params = list(params)
+    np_params = [p.copy() for p in params]     # the baseline updates its arrays in place
     base = measure(lambda: mlp_step_numpy(np_params, xb, yb), repeat=7)
     variables, loss_fn = mlp_model(params)
     opt = ek.optimizers.SGD(0.1)

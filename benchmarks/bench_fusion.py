@@ -224,7 +224,7 @@ def rows(quick: bool = False) -> list:
 
     from benchmarks.bench_tracing import mlp_train_step
     xm, ym, params = mlp_data()
-    np_params = list(params)
+    np_params = [p.copy() for p in params]     # the baseline updates its arrays in place
     xt, yt = ek.constant(xm), ek.constant(ym)
     for label, opts in (("@function, unfused", {"enabled": False}), ("@function, fused", {})):
         variables = [ek.Variable(p) for p in params]

@@ -67,7 +67,7 @@ def rows() -> list[Row]:
                    measure(lambda: chain50_numpy(x_np))))
 
     xb, yb, params = mlp_data()
-    np_params = list(params)
+    np_params = [p.copy() for p in params]     # the baseline updates its arrays in place
     base = measure(lambda: mlp_step_numpy(np_params, xb, yb))
     variables = [ek.Variable(p) for p in params]
     step = mlp_train_step(variables, ek.optimizers.SGD(0.1))

@@ -5,8 +5,10 @@ The model: batch 64 of 28x28x1 images; conv 3x3x1x16 SAME, relu, maxpool
 `cnn_step_numpy` is the hand-written baseline every CNN figure is divided by:
 the textbook im2col forward (`sliding_window_view`, one copy, one matmul),
 backward by one GEMM per filter gradient and a col2im scatter-add of the
-nine tap slabs for the input gradient, and a max-pool routed through a
-first-max mask.  It updates the filters in place and returns the loss, so
+nine tap slabs for the input gradient, and a 2x2 max-pool as the maximum of
+the four strided views of a reshape, whose gradient goes through an equality
+mask (the fastest plain NumPy we found; see benchmarks/RESULTS.md for the
+argmax + take_along_axis + one-hot routing it replaced).  It updates the filters in place and returns the loss, so
 graphjit's losses can be checked against it step for step.
 
 Imports: numpy, and eager / tracing for the graphjit versions.
@@ -60,10 +62,9 @@ def cnn_step_numpy(filters, x, lr=LR):
     c1, c2 = f1.shape[3], f2.shape[3]
     z1, cols1 = _conv(x, f1)
     h1 = np.maximum(z1, 0)
-    # 2x2/2 max-pool; the first maximum of each window (row-major) takes the gradient, as in TF
-    win = h1.reshape(n, h // 2, 2, w // 2, 2, c1).transpose(0, 1, 3, 5, 2, 4).reshape(n, h // 2, w // 2, c1, 4)
-    arg = win.argmax(axis=4)
-    p1 = np.take_along_axis(win, arg[..., None], axis=4)[..., 0]
+    blocks = h1.reshape(n, h // 2, 2, w // 2, 2, c1)                # 2x2/2 max-pool over a reshaped view
+    p1 = np.maximum(np.maximum(blocks[:, :, 0, :, 0], blocks[:, :, 0, :, 1]),
+                    np.maximum(blocks[:, :, 1, :, 0], blocks[:, :, 1, :, 1]))
     z2, cols2 = _conv(p1, f2)
     h2 = np.maximum(z2, 0)
     loss = np.mean(h2 * h2)
@@ -71,8 +72,9 @@ def cnn_step_numpy(filters, x, lr=LR):
     dz2m = dz2.reshape(-1, c2)
     df2 = (cols2.T @ dz2m).reshape(f2.shape)
     dp1 = _col2im(dz2m @ f2.reshape(-1, c2).T, p1.shape)
-    dwin = (np.arange(4) == arg[..., None]) * dp1[..., None]       # [n, h/2, w/2, c1, 4]
-    dh1 = dwin.reshape(n, h // 2, w // 2, c1, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(n, h, w, c1)
+    # the pool gradient goes to every element equal to its window's maximum: ties happen only between
+    # relu's zeros, whose gradient the (z1 > 0) factor clears, so this is TF's first-maximum routing here
+    dh1 = ((blocks == p1[:, :, None, :, None, :]) * dp1[:, :, None, :, None, :]).reshape(n, h, w, c1)
     dz1 = dh1 * (z1 > 0)
     df1 = (cols1.T @ dz1.reshape(-1, c1)).reshape(f1.shape)
     filters[0] = f1 - lr * df1

@@ -40,28 +40,37 @@ def mlp_data(seed=0, batch=64):
 
 
 def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
-    """One SGD step of a ReLU MLP with softmax cross-entropy, by hand. Updates params in place."""
+    """One SGD step of a ReLU MLP with softmax cross-entropy, by hand; updates the arrays in `params` in place.
+
+    Written in place where NumPy allows (`+=`, `out=`): the same operations in the same order as the
+    allocating version it replaced (equal bits), 10% less CPU time (benchmarks/RESULTS.md).
+    """
     w1, b1, w2, b2 = params
-    h_pre = x @ w1 + b1
-    h = np.maximum(h_pre, 0)
-    logits = h @ w2 + b2
-    m = logits.max(axis=1, keepdims=True)
-    e = np.exp(logits - m)
+    h = x @ w1
+    h += b1
+    active = h > 0
+    np.maximum(h, 0, out=h)
+    logits = h @ w2
+    logits += b2
+    z = logits - logits.max(axis=1, keepdims=True)
+    e = np.exp(z)
     s = e.sum(axis=1, keepdims=True)
-    p = e / s
-    loss = np.mean(-np.sum(y * (logits - m - np.log(s)), axis=1))
-    n = x.shape[0]
-    dlogits = (p - y) / np.float32(n)
-    dw2 = h.T @ dlogits
-    db2 = dlogits.sum(axis=0)
-    dh = dlogits @ w2.T
-    dh_pre = dh * (h_pre > 0)
-    dw1 = x.T @ dh_pre
-    db1 = dh_pre.sum(axis=0)
-    params[0] = w1 - lr * dw1
-    params[1] = b1 - lr * db1
-    params[2] = w2 - lr * dw2
-    params[3] = b2 - lr * db2
+    loss = np.mean(-np.sum(y * (z - np.log(s)), axis=1))
+    e /= s                      # softmax
+    e -= y
+    e /= np.float32(x.shape[0])  # d loss / d logits
+    dw2 = h.T @ e
+    db2 = e.sum(axis=0)
+    dh = e @ w2.T
+    dh *= active
+    dw1 = x.T @ dh
+    db1 = dh.sum(axis=0)
+    dw1 *= lr
+    w1 -= dw1
+    b1 -= lr * db1
+    dw2 *= lr
+    w2 -= dw2
+    b2 -= lr * db2
     return loss
 
 

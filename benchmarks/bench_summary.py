@@ -1,0 +1,146 @@
+"""The headline rows in one process: CNN, MLP and RNN steps, the 2M-element and the 50-op chain.
+
+Each row times graphjit and its hand-written NumPy baseline in alternating
+batches (`interleaved`): every round gives one ratio, the table shows the
+median ratio and the spread of the rounds (min-max), so a noisy machine shows
+as a wide spread instead of a wrong figure.  Baselines are the fastest plain
+NumPy of each workload (benchmarks/workloads.py, cnn_workload.py).
+
+- CNN step: batch 64 of 28x28x1, two 3x3 convolutions, max-pool, SGD
+  (cnn_workload.py), eager and `@function`.
+- MLP step: 784-256-10, batch 64, softmax cross-entropy, SGD, eager and
+  `@function`.
+- RNN: tanh RNN, 100 steps, hidden 64, batch 16 (bench_control_flow.py):
+  forward, and forward + gradients (While + WhileGrad), in a Session.
+- `(tanh(2x+1)(2x+1)-x)^2+3` on 2M float32 and the 50-op chain on 4x4,
+  `@function`.
+
+Run: `python -m benchmarks.bench_summary [--quick] [--rounds N] [--only cnn,mlp,rnn,chains]`.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import eager as ek
+import graph_runtime as gr
+from benchmarks.bench_control_flow import rnn_data, rnn_graph, rnn_numpy
+from benchmarks.bench_eager import eager_mlp_step, mlp_model
+from benchmarks.bench_fusion import BIG, expr
+from benchmarks.bench_tracing import mlp_train_step
+from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
+from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy, rnn_numpy_grad
+from tracing import function
+
+
+def interleaved(candidate, baseline, rounds=15, min_time=0.02):
+    """(median candidate s, median baseline s, median ratio, min ratio, max ratio, best ratio) over
+    alternating batches; the best ratio is the fastest candidate batch over the fastest baseline batch."""
+    candidate(), baseline()
+    number = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            baseline()
+        if time.perf_counter() - t0 >= min_time:
+            break
+        number *= 2
+    tc, tb, ratios = [], [], []
+    for _ in range(rounds):
+        times = []
+        for fn in (baseline, candidate):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times.append((time.perf_counter() - t0) / number)
+        tb.append(times[0])
+        tc.append(times[1])
+        ratios.append(times[1] / times[0])
+    return (statistics.median(tc), statistics.median(tb), statistics.median(ratios), min(ratios), max(ratios),
+            min(tc) / min(tb))
+
+
+def _cnn():
+    x, filters = cnn_data()
+    np_filters = [f.copy() for f in filters]
+    xt = ek.constant(x)
+    for variant, wrap in (("@function", function), ("eager", lambda s: s)):
+        step = wrap(make_cnn_step(ek, [ek.Variable(f) for f in filters]))
+        yield "CNN step b64 28x28", variant, (lambda: step(xt)), (lambda: cnn_step_numpy(np_filters, x))
+
+
+def _mlp():
+    xb, yb, params = mlp_data()
+    np_params = [p.copy() for p in params]
+    xt, yt = ek.constant(xb), ek.constant(yb)
+    step = mlp_train_step([ek.Variable(p) for p in params], ek.optimizers.SGD(0.1))
+    yield "MLP 784-256-10 step b64", "@function", (lambda: step(xt, yt)), (lambda: mlp_step_numpy(np_params, xb, yb))
+    variables, loss_fn = mlp_model(params)
+    opt = ek.optimizers.SGD(0.1)
+    yield ("MLP 784-256-10 step b64", "eager", (lambda: eager_mlp_step(variables, loss_fn, opt, xt, yt)),
+           (lambda: mlp_step_numpy(np_params, xb, yb)))
+
+
+def _rnn():
+    xs, wx, wh, b = rnn_data()
+    g, x, h, _ = rnn_graph(xs, wx, wh, b)
+    sess = gr.Session(graph=g)
+    run = sess.make_callable(h, feed_list=[x])
+    assert np.allclose(run(xs), rnn_numpy(xs, wx, wh, b), atol=1e-5)
+    yield "RNN 100 steps, forward", "While, Session", (lambda: run(xs)), (lambda: rnn_numpy(xs, wx, wh, b))
+    gg, xg, _, grads = rnn_graph(xs, wx, wh, b, with_grads=True)
+    sess2 = gr.Session(graph=gg)
+    run2 = sess2.make_callable(grads, feed_list=[xg])
+    for a, e in zip(run2(xs), rnn_numpy_grad(xs, wx, wh, b)):
+        assert np.allclose(a, e, rtol=1e-3, atol=1e-3)
+    yield ("RNN 100 steps, fwd + grads", "While+WhileGrad, Session", (lambda: run2(xs)),
+           (lambda: rnn_numpy_grad(xs, wx, wh, b)))
+
+
+def _chains():
+    xb_np = np.random.default_rng(0).standard_normal(BIG).astype(np.float32)
+    xb = ek.constant(xb_np)
+    f = function(lambda t: expr(ek, t))
+    for _ in range(8):         # past the fused kernel's autotuning calls
+        f(xb)
+    yield "(tanh(2x+1)(2x+1)-x)^2+3, 2M f32", "@function", (lambda: f(xb)), (lambda: expr(np, xb_np))
+    x_np = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
+    x = ek.constant(x_np)
+    c = function(lambda t: chain50(ek, t))
+    yield "50-op chain, 4x4 f32", "@function", (lambda: c(x)), (lambda: chain50_numpy(x_np))
+
+
+GROUPS = {"cnn": _cnn, "mlp": _mlp, "rnn": _rnn, "chains": _chains}
+
+
+def rows(rounds=15, only=None):
+    out = []
+    for name, make in GROUPS.items():
+        if only and name not in only:
+            continue
+        for workload, variant, cand, base in make():
+            out.append((workload, variant) + interleaved(cand, base, rounds))
+    return out
+
+
+def fmt(rows_) -> str:
+    lines = ["| workload | variant | graphjit | NumPy | ratio (median) | rounds min-max | best/best |",
+             "|---|---|---|---|---|---|---|"]
+    for w, v, tc, tb, r, lo, hi, best in rows_:
+        lines.append(f"| {w} | {v} | {tc * 1e3:.3f} ms | {tb * 1e3:.3f} ms | {r:.2f}x | {lo:.2f}-{hi:.2f} | "
+                     f"{best:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(argv) -> int:
+    rounds = 5 if "--quick" in argv else int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 15
+    only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
+    print(fmt(rows(rounds, only)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
