@@ -143,6 +143,12 @@ class ConcreteFunction:
             return self._pack(call_recorded(self, tensors))
         return self._run([t._value for t in tensors])
 
+    def flat_call(self, arrays: list):
+        """The structured outputs on the flat input arrays (NumPy values of the traced specs, in `inputs`
+        order), neither checked nor converted and never recorded by a tape: for callers that already hold
+        such values, as `eager.data` does when it runs a dataset's map function on each element."""
+        return self._run(arrays)
+
     def inline(self, *args, **kwargs):
         """While another graph is being built: this function's traced ops copied into it on these
         arguments, without running the Python again (`inline.py`)."""

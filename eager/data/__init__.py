@@ -10,3 +10,6 @@ from .structure import DatasetSpec
 from .threads import AUTOTUNE
 
 __all__ = ["Dataset", "Iterator", "DatasetSpec", "AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY"]
+
+from ..namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

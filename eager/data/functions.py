@@ -6,7 +6,10 @@ AutoGraph) and an `input_signature` made from the element spec, and traces it
 right away, as `tf.data` does when the dataset is built: the Python body runs
 once, and every element afterwards replays the compiled graph.  Inside a graph
 being built (the staged form of a dataset loop) that traced graph is copied in
-(`ConcreteFunction.inline`), so the Python does not run again.
+(`ConcreteFunction.inline`), so the Python does not run again.  Eagerly, `call_element` runs that graph
+on the element's arrays directly (`ConcreteFunction.flat_call`): the element
+already has the traced specs, so `@function`'s per-call work (cache key,
+argument checks, tapes: tf.data's functions are never recorded) is skipped.
 
 Arguments follow `tf.data`: an element that is exactly a `tuple` is unpacked
 into positional arguments; a dict, a namedtuple or a tensor is one argument.
@@ -27,6 +30,7 @@ from .. import nest
 from ..compiler_hook import function_compiler
 from ..convert import constant
 from ..errors import OperatorNotAllowedInGraphError
+from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
 from . import structure
 
@@ -55,10 +59,12 @@ class StructuredFunction:
             # a compiler whose concrete functions can be inlined lets staged loops reuse this trace;
             # otherwise the compiled function is called there, which runs its Python again
             self.inline = getattr(concrete, "inline", None)
+            # eager elements already have the traced specs: run the graph on their arrays directly
+            self._flat_call = getattr(concrete, "flat_call", None)
             outputs = concrete.structured_outputs
             self.output_spec = _output_spec(outputs, what)
         else:
-            self.compiled, self.inline = fn, None
+            self.compiled, self.inline, self._flat_call = fn, None, None
             self.output_spec = None   # known after the first call
 
     def __call__(self, *args):
@@ -69,6 +75,15 @@ class StructuredFunction:
 
     def call_element(self, element):
         """Call with one dataset element, unpacking a tuple into positional arguments."""
+        if self._flat_call is not None and _context.executing_eagerly():
+            t = type(element)
+            if t is Tensor:
+                arrays = [element._value]
+            elif t is tuple and structure.is_flat_tuple(element):
+                arrays = [x._value for x in element]
+            else:
+                arrays = [x._value for x in nest.flatten(element)]
+            return structure.normalize_output(self._flat_call(arrays), self.what)
         return self(*element) if unpack(element) else self(element)
 
 

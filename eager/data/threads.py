@@ -2,7 +2,14 @@
 
 * `PrefetchIterator(source, n)`: one producer thread pulls from the source
   iterator into a queue of at most `n` elements, so producing element k+1
-  overlaps with the consumer's work on element k.
+  overlaps with the consumer's work on element k.  Producer and consumer
+  share the GIL, so handing an element over costs thread switches; when the
+  first `PROBE` elements show that producing one takes under `NOT_WORTH` of
+  the consumer's time per element (even the fastest production), the thread
+  hands the source back and ends, and the consumer pulls it directly: an
+  overlap could save at most that share, the switches cost more (tf.data's
+  AUTOTUNE sizes its buffers for the same reason).  A producer that waits
+  (I/O, sleeps, NumPy without the GIL) keeps its thread.
 * `ParallelMapIterator(source, fn, n)`: a pool of `n` threads applies `fn`;
   at most `2 * n` calls are in flight; results come out in input order.
 
@@ -20,12 +27,15 @@ import collections
 import os
 import queue
 import threading
+import time
 import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 
 AUTOTUNE = -1
 _POLL = 0.05   # seconds a blocked producer waits before checking whether it must stop
 _JOIN_TIMEOUT = 10.0
+PROBE = 8           # elements timed before the prefetch thread decides whether it pays
+NOT_WORTH = 0.1     # producing under this share of the consumer's time per element: no thread
 
 
 def autotuned(n) -> int:
@@ -48,17 +58,27 @@ def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
     return False
 
 
-def _produce(source, q: queue.Queue, stop: threading.Event) -> None:
+def _produce(source, q: queue.Queue, stop: threading.Event, hand_back: threading.Event) -> None:
+    handed = False
     try:
-        for x in source:
-            if not _put(q, ("value", x), stop):
+        it = iter(source)
+        while True:
+            if hand_back.is_set():
+                handed = _put(q, ("source", it), stop)
                 return
-        _put(q, ("end", None), stop)
+            t0 = time.perf_counter()
+            try:
+                x = next(it)
+            except StopIteration:
+                _put(q, ("end", None), stop)
+                return
+            if not _put(q, ("value", x, time.perf_counter() - t0), stop):
+                return
     except BaseException as e:     # delivered to the consumer's next()
         _put(q, ("error", e), stop)
     finally:
         close = getattr(source, "close", None)
-        if close is not None:
+        if close is not None and not handed:
             close()
 
 
@@ -78,10 +98,11 @@ class PrefetchIterator:
 
     def __init__(self, source, buffer_size: int):
         q: queue.Queue = queue.Queue(maxsize=max(1, buffer_size))
-        stop = threading.Event()
-        thread = threading.Thread(target=_produce, args=(source, q, stop), name="eager.data prefetch",
-                                  daemon=True)
-        self._queue, self._done = q, False
+        stop, self._hand_back = threading.Event(), threading.Event()
+        thread = threading.Thread(target=_produce, args=(source, q, stop, self._hand_back),
+                                  name="eager.data prefetch", daemon=True)
+        self._queue, self._done, self._direct = q, False, None
+        self._timed, self._fastest, self._consumed, self._gaps, self._returned_at = 0, float("inf"), 0.0, 0, None
         self._finalizer = weakref.finalize(self, _stop_producer, stop, q, thread)
         thread.start()
 
@@ -89,15 +110,38 @@ class PrefetchIterator:
         return self
 
     def __next__(self):
+        if self._direct is not None:
+            return next(self._direct)
         if self._done:
             raise StopIteration
-        kind, value = self._queue.get()
+        if self._returned_at is not None:
+            self._consumed += time.perf_counter() - self._returned_at
+            self._gaps += 1
+        item = self._queue.get()
+        kind = item[0]
         if kind == "value":
-            return value
+            self._time(item[2])
+            return item[1]
+        if kind == "source":        # the producer stopped: pull directly from now on
+            self._direct = item[1]
+            self._finalizer()
+            return next(self._direct)
         self.close()
         if kind == "end":
             raise StopIteration
-        raise value
+        raise item[1]
+
+    def _time(self, produced: float) -> None:
+        """Count one element's production time; after PROBE of them decide whether the thread pays."""
+        if self._timed < PROBE:
+            self._timed += 1
+            self._fastest = min(self._fastest, produced)
+            if self._timed == PROBE and self._fastest < NOT_WORTH * self._consumed / max(1, self._gaps):
+                self._hand_back.set()
+            # the consumer's work on its first element may include one-time work (tracing): not counted
+            self._returned_at = time.perf_counter() if 1 < self._timed < PROBE else None
+        else:
+            self._returned_at = None
 
     def close(self) -> None:
         self._done = True

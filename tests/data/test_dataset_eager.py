@@ -230,3 +230,14 @@ def test_from_generator_args_and_legacy_types():
     wrong = Dataset.from_generator(lambda: iter([(1, 2)]), output_signature=ek.TensorSpec([], ek.int32))
     with pytest.raises(TypeError, match="did not match the expected structure"):
         list(wrong)
+
+
+def test_map_functions_run_outside_any_tape_as_in_tf():
+    # tf.data runs map functions in its own runtime: a GradientTape around the iteration does not see them
+    # (TF: the gradient is None), and each element costs one graph run, not a @function call
+    v = ek.Variable(2.0)
+    ds = Dataset.range(3).map(lambda x: ek.cast(x, ek.float32) * v)
+    with ek.GradientTape() as tape:
+        total = ek.add_n(list(ds))
+    assert float(total) == 6.0
+    assert tape.gradient(total, v) is None

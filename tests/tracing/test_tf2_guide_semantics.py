@@ -217,11 +217,12 @@ def test_tf2_function_options_are_accepted():
 
 
 def test_public_namespaces_list_only_public_names():
-    for ns in (ek.nn, ek.random, ek.debugging, ek.strings, ek.summary, ek.errors, ek.nest):
+    for ns in (ek.nn, ek.random, ek.debugging, ek.strings, ek.summary, ek.errors, ek.nest, ek.data):
         names = dir(ns)
         assert names == sorted(ns.__all__), ns.__name__
         assert all(not n.startswith("_") and hasattr(ns, n) for n in names)
     assert "relu" in dir(ek.nn) and "np" not in dir(ek.nn) and "RELU" not in dir(ek.nn)
+    assert "Dataset" in dir(ek.data) and "shuffling" not in dir(ek.data) and "transforms" not in dir(ek.data)
 
 
 def test_max_traces_counts_in_english():
