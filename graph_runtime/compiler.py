@@ -121,106 +121,143 @@ def compile_plan(graph, feeds, fetches, targets=(), container="tuple", returns=N
     the lowering of ops holding bodies (`LoweringContext.config`).  Callers go through
     `pipeline.prepare`, which runs the stages before this one.
     """
-    feeds = list(feeds)
-    for t in list(feeds) + list(fetches):
+    feeds, fetches, targets = list(feeds), list(fetches), list(targets)
+    _check_membership(graph, feeds, fetches, targets)
+    order = prune(feeds, fetches, targets)
+    if config is not None and config.schedule != "creation":
+        order = order_ops(order, {id(t) for t in feeds}, fetches, config.schedule)
+
+    lowering = _Lowering(feeds, LoweringContext(config))
+    for op in order:
+        lowering.add(op)
+    steps, consts = lowering.steps, lowering.consts
+
+    if returns is None:
+        returns = [ReturnItem("value", t) for t in fetches]
+    returns = [ReturnItem(r.kind, r.tensor, r.var, lowering.vid[id(r.tensor)] if r.kind == "value" else -1)
+               for r in returns]
+    _mark_copies(returns, steps, consts)
+    converters = [make_feed_converter(t) for t in feeds] if check_feeds else [(lambda v: v) for _ in feeds]
+    plan = Plan(Schedule.build(feeds, steps, consts, returns, container, lowering.n_values,
+                               _last_use(steps, returns), converters))
+    generate(plan, check_feeds)
+    return plan
+
+
+def _check_membership(graph, feeds, fetches, targets) -> None:
+    for t in feeds + fetches:
         if not isinstance(t, GraphTensor) or t._op._graph is not graph:
             raise ValueError(f"{t!r} is not a tensor of graph {graph!r}")
     for o in targets:
         if not isinstance(o, Operation) or o._graph is not graph:
             raise ValueError(f"{o!r} is not an operation of graph {graph!r}")
-    order = prune(feeds, list(fetches), list(targets))
-    if config is not None and config.schedule != "creation":
-        order = order_ops(order, {id(t) for t in feeds}, list(fetches), config.schedule)
 
-    vid: dict = {}
-    for i, t in enumerate(feeds):
-        if id(t) in vid:
-            raise ValueError(f"tensor {t.name!r} is fed more than once")
-        vid[id(t)] = i
-    n_values = len(feeds)
-    consts: dict = {}
-    steps: list = []
-    step_of_vid: dict = {}
-    lctx = LoweringContext(config)
-    last_stateful = -1
-    step_of_op: dict = {}
-    for op in order:
-        tname = op._opdef.name
+
+class _Lowering:
+    """The steps of a plan, built one scheduled op at a time, and the value ids they read and write.
+
+    Value ids: the feeds first (in order), then each constant and each computed output as it appears;
+    an alias op's output shares its input's id.
+    """
+
+    def __init__(self, feeds, lctx: LoweringContext):
+        self.vid: dict = {}              # id(graph tensor) -> value id
+        for i, t in enumerate(feeds):
+            if id(t) in self.vid:
+                raise ValueError(f"tensor {t.name!r} is fed more than once")
+            self.vid[id(t)] = i
+        self.n_values = len(feeds)
+        self.consts: dict = {}           # value id -> constant value
+        self.steps: list = []
+        self.lctx = lctx
+        self._step_of_vid: dict = {}
+        self._step_of_op: dict = {}
+        self._last_ordered = -1          # the last step of an op whose effects keep program order
+
+    def add(self, op) -> None:
+        """Lower `op`: a step, or (a constant, an alias, an op whose outputs are all fed) no step at all."""
+        vid = self.vid
         outs = op._outputs
-        if tname == "Placeholder" and not all(id(o) in vid for o in outs):
+        if op._opdef.name == "Placeholder" and not all(id(o) in vid for o in outs):
             raise _unfed_placeholder_error(op)
         if outs and all(id(o) in vid for o in outs) and op._opdef.effect != "write":
-            continue  # every output is fed: nothing to compute
+            return  # every output is fed: nothing to compute
         ins = tuple(vid[id(t)] for t in op._inputs)
         plain = not op._control_inputs
-        if tname == "Const" and plain and id(outs[0]) not in vid:
-            vid[id(outs[0])] = n_values
-            consts[n_values] = op._attrs["value"]
-            n_values += 1
-            continue
+        if op._opdef.name == "Const" and plain and id(outs[0]) not in vid:
+            vid[id(outs[0])] = self.n_values
+            self.consts[self.n_values] = op._attrs["value"]
+            self.n_values += 1
+            return
         if op._opdef.alias and plain and id(outs[0]) not in vid:
             vid[id(outs[0])] = ins[0]
-            continue
+            return
+        self._add_step(op, ins)
+
+    def _add_step(self, op, ins: tuple) -> None:
         out_ids = []
-        for o in outs:
-            if id(o) in vid:
+        for o in op._outputs:
+            if id(o) in self.vid:
                 out_ids.append(-1)
             else:
-                vid[id(o)] = n_values
-                out_ids.append(n_values)
-                n_values += 1
-        lower = op._opdef.extra.get("lower")
-        if lower is not None:
-            kernel, attrs = lower(op, lctx), {}
-        else:
-            kernel, attrs = kernel_for(op._opdef, op._device), resolve_attrs(op)   # variables bound by handle
-            special = op._opdef.extra.get("specialize") if kernel is op._opdef.kernel else None
-            fn = special(attrs) if special is not None else None
-            if fn is not None:
-                kernel, attrs = fn, {}
-            if op._opdef.num_outputs == -1 and len(outs) == 1:
-                kernel = _sole_output(kernel)
-        deps = {step_of_vid[v] for v in ins if v in step_of_vid}
-        deps.update(step_of_op[id(c)] for c in op._control_inputs if id(c) in step_of_op)
+                self.vid[id(o)] = self.n_values
+                out_ids.append(self.n_values)
+                self.n_values += 1
+        kernel, attrs = self._kernel(op)
         ordered = is_ordered(op._opdef)
-        if ordered and last_stateful >= 0:
-            deps.add(last_stateful)
-        idx = len(steps)
+        deps = {self._step_of_vid[v] for v in ins if v in self._step_of_vid}
+        deps.update(self._step_of_op[id(c)] for c in op._control_inputs if id(c) in self._step_of_op)
+        if ordered and self._last_ordered >= 0:
+            deps.add(self._last_ordered)
+        idx = len(self.steps)
         interpret = op._opdef.extra.get("interpret")
-        step = Step(op, kernel, attrs, ins, tuple(out_ids),
-                    functools.partial(kernel, **attrs) if attrs else kernel, tname == "NoOp", tuple(sorted(deps)),
-                    functools.partial(interpret, op) if interpret is not None else None)
-        steps.append(step)
-        step_of_op[id(op)] = idx
+        self.steps.append(Step(op, kernel, attrs, ins, tuple(out_ids),
+                               functools.partial(kernel, **attrs) if attrs else kernel, op._opdef.name == "NoOp",
+                               tuple(sorted(deps)),
+                               functools.partial(interpret, op) if interpret is not None else None))
+        self._step_of_op[id(op)] = idx
         if ordered:
-            last_stateful = idx
+            self._last_ordered = idx
         for v in out_ids:
             if v >= 0:
-                step_of_vid[v] = idx
+                self._step_of_vid[v] = idx
 
-    if returns is None:
-        returns = [ReturnItem("value", t) for t in fetches]
-    returns = [ReturnItem(r.kind, r.tensor, r.var, vid[id(r.tensor)] if r.kind == "value" else -1)
-               for r in returns]
+    def _kernel(self, op) -> tuple:
+        """`(kernel, attrs)` for `op`: its lowering factory's callable, a specialization, or the registry kernel."""
+        lower = op._opdef.extra.get("lower")
+        if lower is not None:
+            return lower(op, self.lctx), {}
+        kernel, attrs = kernel_for(op._opdef, op._device), resolve_attrs(op)   # variables bound by handle
+        special = op._opdef.extra.get("specialize") if kernel is op._opdef.kernel else None
+        fn = special(attrs) if special is not None else None
+        if fn is not None:
+            kernel, attrs = fn, {}
+        if op._opdef.num_outputs == -1 and len(op._outputs) == 1:
+            kernel = _sole_output(kernel)
+        return kernel, attrs
+
+
+def _last_use(steps, returns) -> dict:
+    """Value id -> index of the last step reading it (fetched values live to the end: `len(steps)`)."""
     last_use: dict = {}
     for i, s in enumerate(steps):
         for v in s.inputs:
             last_use[v] = i
     for r in returns:
         if r.kind == "value":
-            last_use[r.vid] = len(steps)       # fetched values live to the end
-    # fetched values that alias long-lived storage (constants, variables) are returned as copies, so a
-    # caller mutating a result cannot corrupt the graph or a variable
+            last_use[r.vid] = len(steps)
+    return last_use
+
+
+def _mark_copies(returns, steps, consts) -> None:
+    """Fetched values that alias long-lived storage (constants, variables) are returned as copies, so a
+    caller mutating a result cannot corrupt the graph or a variable."""
     persistent = set(consts)
     for s in steps:
         if "var" in s.op._attrs:
             persistent.update(v for v in s.outputs if v >= 0)
     for r in returns:
         r.copy = r.kind == "var" or (r.kind == "value" and r.vid in persistent)
-    converters = [make_feed_converter(t) for t in feeds] if check_feeds else [(lambda v: v) for _ in feeds]
-    plan = Plan(Schedule.build(feeds, steps, consts, returns, container, n_values, last_use, converters))
-    generate(plan, check_feeds)
-    return plan
 
 
 def make_feed_converter(tensor) -> Callable:
