@@ -151,86 +151,106 @@ def optimize(graph_or_graph_def, fetches, passes=None, *, disabled=(), verify: O
     (traced function bodies).  `options`: per-pass options (e.g.
     `{"fold_size_limit": 10**5}`), see each pass's docstring.
     """
-    if isinstance(graph_or_graph_def, dict):
-        g = Graph()
-        with g.as_default():
-            import_graph_def(graph_or_graph_def, name="")
-        graph = g
-    elif isinstance(graph_or_graph_def, Graph):
-        graph = graph_or_graph_def
-    else:
-        raise TypeError(f"optimize: expected a Graph or a GraphDef dict, got {type(graph_or_graph_def).__name__}")
+    graph = _as_graph(graph_or_graph_def)
     names = _fetch_names(graph, fetches)
     options = dict(options or {})
     options.setdefault("disabled_passes", tuple(disabled or ()))    # bodies are optimized the same way
     options.setdefault("enabled_passes", tuple(enabled or ()))
     ctx = PassContext(_op_names(graph, names), keep_stateful, options, probe=True, fetched=frozenset(names))
     pipeline = resolve_pipeline(passes, disabled, enabled)
-    check = _verify_default() if verify is None else verify
     report = OptimizationReport(nodes_before=len(graph._ops), preserved=tuple(sorted(ctx.preserve)))
+    runner = _PassRunner(ctx, report, _verify_default() if verify is None else verify)
     t_start = time.perf_counter()
 
     first_iter = next((i for i, p in enumerate(pipeline) if p.iterative), len(pipeline))
     pre = pipeline[:first_iter]
     loop = [p for p in pipeline[first_iter:] if p.iterative]
     post = [p for p in pipeline[first_iter:] if not p.iterative]
+    for p in pre:
+        graph, _ = runner.run(p, graph, 0)
+    iteration = 0
+    if loop:
+        graph, iteration = _run_to_fixed_point(loop, graph, runner, max_iterations)
+    for p in post:
+        graph, _ = runner.run(p, graph, iteration)
+    report.iterations = iteration
+    report.nodes_after = len(graph._ops)
+    report.seconds = time.perf_counter() - t_start
+    return graph, report
 
-    made: set = set()       # ids of the graphs the passes built (the caller's graph is not one of them)
 
-    def run(p: GraphPass, g: Graph, iteration: int) -> tuple:
+def _as_graph(graph_or_graph_def) -> Graph:
+    if isinstance(graph_or_graph_def, dict):
+        g = Graph()
+        with g.as_default():
+            import_graph_def(graph_or_graph_def, name="")
+        return g
+    if isinstance(graph_or_graph_def, Graph):
+        return graph_or_graph_def
+    raise TypeError(f"optimize: expected a Graph or a GraphDef dict, got {type(graph_or_graph_def).__name__}")
+
+
+class _PassRunner:
+    """Runs one pass on a graph: times it (a failure becomes a `PassError` naming it), verifies a changed
+    graph (`check`), records its `PassStats` in
+    the report, and releases the intermediate graphs the passes built once a later pass replaces them."""
+
+    def __init__(self, ctx: PassContext, report: OptimizationReport, check: bool):
+        self.ctx, self.report, self.check = ctx, report, check
+        self.made: set = set()      # ids of the graphs the passes built (the caller's graph is not one of them)
+
+    def run(self, p: GraphPass, g: Graph, iteration: int) -> tuple:
         t0 = time.perf_counter()
+        ctx = self.ctx
         ctx.cursor[0] = None
         try:
             out, stats = p(g, ctx)
         except Exception as e:      # noqa: BLE001 - re-raised, naming the pass, its predecessors and the op
             if isinstance(e, PassError):
                 raise
-            raise PassError(p.name, tuple(s.name for s in report.passes), ctx.cursor[0], e) from e
+            raise PassError(p.name, tuple(s.name for s in self.report.passes), ctx.cursor[0], e) from e
         stats.seconds = time.perf_counter() - t0
         stats.iteration = iteration
         if out is not g:
-            if check:
+            if self.check:
                 out.verify()
-            made.add(id(out))
-            if id(g) in made:
+            self.made.add(id(out))
+            if id(g) in self.made:
                 g._release()        # an intermediate result nobody else has: freed now, not by the GC
-        report.passes.append(stats)
+        self.report.passes.append(stats)
         return out, stats
 
-    for p in pre:
-        graph, _ = run(p, graph, 0)
+
+def _run_to_fixed_point(loop: list, graph: Graph, runner: _PassRunner, max_iterations: int) -> tuple:
+    """The iterative passes, round after round until a round changes nothing (at most `max_iterations`
+    rounds): `(graph, last round)`.
+
+    A pass that changed nothing in graph G is not run on G again: G is its fixed point.  Passes return
+    their input graph itself when they change nothing (copy-on-write, `GraphPass.__call__`), so the last
+    round only runs the passes that have not seen the final graph yet.
+    """
+    settled: dict = {}      # pass name -> the graph it last changed nothing in
     iteration = 0
-    if loop:
-        # A pass that changed nothing in graph G is not run on G again: G is its fixed point.  Passes
-        # return their input graph itself when they change nothing (copy-on-write, `GraphPass.__call__`),
-        # so the last round only runs the passes that have not seen the final graph yet.  The loop ends
-        # when a round changes nothing.
-        settled: dict = {}      # pass name -> the graph it last changed nothing in
-        for iteration in range(1, max(1, max_iterations) + 1):
-            changed = False
-            for p in loop:
-                if settled.get(p.name) is graph:
-                    continue
-                before = graph
-                graph, stats = run(p, graph, iteration)
-                if stats.changes:
-                    changed = True
-                    if stats.keeps_fixed_points:      # e.g. CSE merged only constants: nothing new for others
-                        for name, g in settled.items():
-                            if g is before:
-                                settled[name] = graph
-                    if p.idempotent:                  # its own output is its fixed point
-                        settled[p.name] = graph
-                else:
+    for iteration in range(1, max(1, max_iterations) + 1):
+        changed = False
+        for p in loop:
+            if settled.get(p.name) is graph:
+                continue
+            before = graph
+            graph, stats = runner.run(p, graph, iteration)
+            if stats.changes:
+                changed = True
+                if stats.keeps_fixed_points:      # e.g. CSE merged only constants: nothing new for others
+                    for name, g in settled.items():
+                        if g is before:
+                            settled[name] = graph
+                if p.idempotent:                  # its own output is its fixed point
                     settled[p.name] = graph
-            if not changed:
-                break
-    for p in post:
-        graph, _ = run(p, graph, iteration)
-    report.iterations = iteration
-    report.nodes_after = len(graph._ops)
-    report.seconds = time.perf_counter() - t_start
-    return graph, report
+            else:
+                settled[p.name] = graph
+        if not changed:
+            break
+    return graph, iteration
 
 
 def run_pass(name_or_pass, graph: Graph, fetches, verify: bool = True, keep_stateful: bool = False,
