@@ -5,8 +5,8 @@ Variables and sub-modules are found by walking the instance's attributes
 object once, as `tf.Module` does: a module's own values first, then each
 sub-module's, depth first.  `with self.name_scope:` prefixes names created
 inside with the module's name.  A module marked by a checkpoint restore
-(`eager.train`) hands each new attribute to it, so weights created later get
-their saved values.
+(`eager.train` stores what waits under `_graphjit_deferred`) hands each new
+attribute to its `notify`, so weights created later get their saved values.
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ class Module:
 
     def __setattr__(self, name, value):
         object.__setattr__(self, name, value)
-        if self.__dict__.get("_graphjit_deferred"):      # a restore waits for variables below this module
-            from .train.checkpoint import notify
-            notify(self, name, value)
+        waiting = self.__dict__.get("_graphjit_deferred")
+        if waiting:                 # a restore waits for variables below this module: it is handed the attribute
+            waiting.notify(self, name, value)
 
     @property
     def name(self) -> str:

@@ -21,6 +21,7 @@ import threading
 import numpy as np
 
 from .. import context as _context
+from ..ops import random as _random
 from ..variables import Variable
 
 _state = threading.local()
@@ -115,7 +116,6 @@ _rng = np.random.default_rng()
 def set_random_seed(seed: int) -> None:
     """Seed the weight initializers and `eager.random` (Keras's `keras.utils.set_random_seed`)."""
     global _rng
-    from ..ops import random as _random
     with _rng_lock:
         _rng = np.random.default_rng(seed)
     _random.set_seed(seed)

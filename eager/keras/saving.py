@@ -21,12 +21,13 @@ import re
 
 import numpy as np
 
+from ..train import tensor_file
+
 FORMAT, VERSION = "graphjit.keras.weights", "2"
 _KEY = re.compile(r"^(\d{4,})/(.*)$")
 
 
 def save_weights(model, path) -> None:
-    from ..train import tensor_file
     path = os.fspath(path)
     if not model.built:
         raise ValueError(f"save_weights: model {model.name!r} is not built yet; call it on data (or build it) first")
@@ -38,7 +39,6 @@ def save_weights(model, path) -> None:
 
 def read_weights(path):
     """[(saved path, array)] in model order, from a weights file, validated."""
-    from ..train import tensor_file
     path = os.fspath(path)
     try:
         tensors, metadata = tensor_file.read_tensors(path)

@@ -1,6 +1,7 @@
 """`eager.train`: TF2's `tf.train` checkpoints: `Checkpoint`, `CheckpointManager`, `latest_checkpoint`.
 
-`checkpoint.py` holds the object graph, saving and (deferred) restoration;
+`object_graph.py` holds the object graph and the checkpoint file;
+`checkpoint.py` the `Checkpoint` object, saving and (deferred) restoration;
 `manager.py` numbered saves, retention and the directory index;
 `tensor_file.py` the safetensors layout (also for other tensor files, e.g.
 Keras weights).

@@ -35,118 +35,19 @@ got no value; `assert_existing_objects_matched()` only checks the variables
 that exist; `expect_partial()` returns the status (we log nothing about
 unrestored values, so there is nothing to silence).
 
-Imports numpy, `eager` modules and the standard library.
+Imports `eager` modules and the standard library.
 """
 from __future__ import annotations
 
-import json
 import os
-
-import numpy as np
 
 from .. import context as _context
 from ..convert import constant
-from ..module import Module
 from ..variables import Variable
-from . import tensor_file
+from .manager import record_single_save
+from .object_graph import is_node, is_var, escape, read_checkpoint, walk, write_checkpoint
 
-FORMAT = "graphjit.train.Checkpoint"
-VERSION = 1
-SUFFIX = ".safetensors"
-_META_KEY = "graphjit"
-_HOOKS = "_graphjit_deferred"
-
-
-def _is_var(x) -> bool:
-    return getattr(x, "_is_variable", False)
-
-
-def _escape(name) -> str:
-    return str(name).replace("%", "%25").replace("/", "%2F")
-
-
-def _children(obj) -> list:
-    """[(edge name, child)] of one object node (module docstring)."""
-    if isinstance(obj, Checkpoint):
-        return sorted(obj._objects.items())
-    kids = getattr(obj, "_checkpoint_children", None)
-    if callable(kids):
-        return sorted(kids().items())
-    if isinstance(obj, Module):
-        attrs = vars(obj)
-        return [(k, attrs[k]) for k in sorted(attrs) if not k.startswith("_graphjit") and not k.startswith("__")]
-    if isinstance(obj, dict):
-        return [(str(k), obj[k]) for k in sorted(obj, key=repr)]
-    if isinstance(obj, (list, tuple)):
-        return list(enumerate(obj))
-    return []
-
-
-def _is_node(x) -> bool:
-    return isinstance(x, (Checkpoint, Module, dict, list, tuple)) or callable(getattr(x, "_checkpoint_children",
-                                                                                      None))
-
-
-def walk(root, prefix: str = "", seen=None):
-    """({key: variable}, {key: object node}) reachable from `root`, breadth first, each object once."""
-    seen = set() if seen is None else seen
-    variables, nodes = {}, {}
-    queue = [(prefix, root)]
-    seen.add(id(root))
-    while queue:
-        nxt = []
-        for path, obj in queue:
-            if _is_var(obj):
-                variables[path] = obj
-                continue
-            nodes[path] = obj
-            for name, child in _children(obj):
-                if id(child) in seen or not (_is_var(child) or _is_node(child)):
-                    continue
-                seen.add(id(child))
-                nxt.append((f"{path}/{_escape(name)}" if path else _escape(name), child))
-        queue = nxt
-    return variables, nodes
-
-
-def file_path(prefix: str) -> str:
-    return prefix if prefix.endswith(SUFFIX) else prefix + SUFFIX
-
-
-def write_checkpoint(root, prefix: str, before_rename=None) -> str:
-    """Write every variable reachable from `root` to `prefix.safetensors`; returns `prefix`."""
-    variables, nodes = walk(root)
-    values = {}
-    for key, var in variables.items():
-        if not var.is_initialized():
-            raise ValueError(f"Checkpoint.write: variable {key} ({var.name}) holds no value yet")
-        values[key] = np.asarray(var.numpy())
-    graph = {"format": FORMAT, "version": VERSION,
-             "objects": {k: type(v).__name__ for k, v in nodes.items()},
-             "variables": {k: v.name for k, v in variables.items()}}
-    target = file_path(prefix)
-    os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    tensor_file.write_tensors(target, values, {_META_KEY: json.dumps(graph, sort_keys=True)}, before_rename)
-    return prefix[:-len(SUFFIX)] if prefix.endswith(SUFFIX) else prefix
-
-
-def read_checkpoint(path: str) -> dict:
-    """{key: array} saved in checkpoint `path` (a prefix or the file); ValueError for anything else."""
-    if os.path.isdir(path) and os.path.isfile(os.path.join(path, "graphjit_checkpoint.json")):
-        raise ValueError(f"{path} was written by tracing.save_checkpoint, not by eager.train.Checkpoint: restore it "
-                         f"with tracing.save.restore_checkpoint(obj, path) (paths there are attribute paths), then "
-                         f"save a train.Checkpoint if you want one")
-    target = file_path(path)
-    if not os.path.isfile(target):
-        raise ValueError(f"no checkpoint at {path}: {target} does not exist")
-    values, metadata = tensor_file.read_tensors(target)
-    try:
-        graph = json.loads(metadata.get(_META_KEY, ""))
-    except ValueError:
-        graph = None
-    if not isinstance(graph, dict) or graph.get("format") != FORMAT or graph.get("version") != VERSION:
-        raise ValueError(f"{target} is a tensor file but not a version-{VERSION} {FORMAT} checkpoint")
-    return values
+_HOOKS = "_graphjit_deferred"    # the attribute of a marked object holding its `_Waiting` restores
 
 
 class _Restoration:
@@ -168,7 +69,7 @@ class _Restoration:
         for key, node in nodes.items():
             inner = key + "/" if key else ""
             if any(k.startswith(inner) for k in self.pending) and not isinstance(node, (dict, list, tuple)):
-                hooks = node.__dict__.setdefault(_HOOKS, [])
+                hooks = node.__dict__.setdefault(_HOOKS, _Waiting())
                 if not any(r is self and p == key for r, p in hooks):
                     hooks.append((self, key))
 
@@ -181,18 +82,23 @@ class _Restoration:
         self.restored[key] = var
 
 
-def notify(obj, attr=None, value=None) -> None:
-    """Deferred restoration hook: `obj` got attribute `attr` = `value` (or, with no attr, new state)."""
-    hooks = obj.__dict__.get(_HOOKS)
-    if not hooks:
-        return
-    for restoration, key in list(hooks):
-        if not restoration.pending:
-            hooks.remove((restoration, key))
-        elif attr is None:
-            restoration.attach(obj, key)
-        elif _is_var(value) or _is_node(value):
-            restoration.attach(value, f"{key}/{_escape(attr)}" if key else _escape(attr))
+class _Waiting(list):
+    """The restores waiting below one marked object, as `(restoration, key of the object)` pairs.
+
+    A marked object keeps this under `_graphjit_deferred` and calls its `notify` when it changes: a
+    `Module` for each attribute set, an optimizer when it makes slots, a `Checkpoint` for each object
+    assigned to it.  So the object's own module need not know eager.train.
+    """
+
+    def notify(self, obj, attr=None, value=None) -> None:
+        """`obj` got attribute `attr` = `value` (or, with no attr, new state): assign what now has a variable."""
+        for restoration, key in list(self):
+            if not restoration.pending:
+                self.remove((restoration, key))
+            elif attr is None:
+                restoration.attach(obj, key)
+            elif is_var(value) or is_node(value):
+                restoration.attach(value, f"{key}/{escape(attr)}" if key else escape(attr))
 
 
 class CheckpointLoadStatus:
@@ -242,7 +148,7 @@ class Checkpoint:
         if root is not None:
             objects["root"] = root
         for name, obj in objects.items():
-            if not (_is_var(obj) or _is_node(obj)):
+            if not (is_var(obj) or is_node(obj)):
                 raise ValueError(f"Checkpoint: {name}={type(obj).__name__} is not trackable: pass Modules (models, "
                                  f"layers), optimizers, Variables, or lists/dicts of them")
         with _context.init_scope():
@@ -266,7 +172,13 @@ class Checkpoint:
         if name == "save_counter":
             raise AttributeError("Checkpoint.save_counter is managed by save()")
         self._objects[name] = value
-        notify(self, name, value)
+        hooks = self.__dict__.get(_HOOKS)
+        if hooks:
+            hooks.notify(self, name, value)
+
+    def _checkpoint_children(self) -> dict:
+        """The object graph's edges from the root: its keyword objects and `save_counter`."""
+        return self._objects
 
     def write(self, file_prefix: str, options=None) -> str:
         """Write `file_prefix.safetensors` (no numbering, no index); returns the prefix."""
@@ -274,7 +186,6 @@ class Checkpoint:
 
     def save(self, file_prefix: str, options=None) -> str:
         """Increment `save_counter`, write `file_prefix-N` and record it in the directory's index."""
-        from .manager import record_single_save
         with _context.init_scope():
             self.save_counter.assign_add(constant(1, "int64"))
         path = self.write(f"{os.fspath(file_prefix)}-{int(self.save_counter.numpy())}")

@@ -35,7 +35,7 @@ import time
 from .. import context as _context
 from ..convert import constant
 from . import tensor_file
-from .checkpoint import SUFFIX, file_path, write_checkpoint
+from .object_graph import SUFFIX, file_path, write_checkpoint
 
 INDEX = "checkpoint"
 _stage_hook = None      # a crash-test hook: called with the name of each stage of a save (see tests)

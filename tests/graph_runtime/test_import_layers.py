@@ -10,8 +10,7 @@ four packages (eager <- graph_runtime <- autograph <- tracing):
 - across packages, every import (module- or function-level) points down:
   `eager` imports nothing from the other three, `graph_runtime` only `eager`,
   `autograph` `eager` and `graph_runtime`;
-- `eager`'s core (all but the libraries on top of it, `LIBRARIES`) has no
-  function-level import of a project module at all; its
+- `eager` has no function-level import of a project module at all; its
   function-level imports of other modules (the optional extras: numexpr, ray,
   tensorboard, grandalf; or a rarely needed part of the standard library) each carry a comment
   saying why.
@@ -33,23 +32,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROJECT = ("eager", "graph_runtime", "autograph", "tracing")     # lowest first: each may import those before it
 
-# Libraries built on eager's core, landed while the layering was being enforced: their module-level imports
-# and the rules between packages are checked; their function-level imports are not yet (they hold cycles:
-# to restructure as the core was).
-LIBRARIES = ("eager.data", "eager.keras", "eager.train")
-
-
-def _in_library(module: str) -> bool:
-    return any(module == lib or module.startswith(lib + ".") for lib in LIBRARIES)
-
-
-# (importer, imported) -> why the import has to stay function-level.  Keep this empty: the entry below came
-# with eager.train's checkpoint restore hooks, landed while the eager layering was being enforced; to
-# restructure (the core's Module should not know eager.train: the hook can be a method of what it stores).
-ALLOWED_UPWARD: dict = {
-    ("eager.module", "eager.train.checkpoint"): "Module.__setattr__ notifies a pending restore",
-    ("eager.module", "eager.train"): "the package of eager.train.checkpoint (imported first)",
-}
+# (importer, imported) -> why the import has to stay function-level.  Keep this empty: where a lower module
+# must reach a higher one, give it a seam instead (a hook stored on the object, a registration).
+ALLOWED_UPWARD: dict = {}
 
 
 @functools.lru_cache(maxsize=None)
@@ -163,7 +148,7 @@ def test_function_level_imports_point_down_unless_allowed(package):
     graph = _names(top)
     for m, ts in late.items():
         for t, _line in ts:
-            if (m, t) not in ALLOWED_UPWARD and not _in_library(m):
+            if (m, t) not in ALLOWED_UPWARD:
                 graph[m].add(t)
     cycle = find_cycle(graph)
     where = ""
@@ -314,8 +299,6 @@ def test_eager_function_level_imports_are_optional_dependencies_only():
     """No function-level import holds eager together; the optional extras are imported late, with a reason."""
     bad = []
     for name, (path, _is_pkg) in sorted(_modules("eager").items()):
-        if _in_library(name):
-            continue
         for line, imported, in_fn, comment in _all_imports(path):
             if not in_fn:
                 continue

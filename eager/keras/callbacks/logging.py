@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import os
 
+from ... import summary
 from .base import Callback
 
 
@@ -27,14 +28,12 @@ class TensorBoard(Callback):
         self._graph_written = False
 
     def _writer(self, run):
-        from ... import summary
         w = self._writers.get(run)
         if w is None:
             w = self._writers[run] = summary.create_file_writer(os.path.join(self.log_dir, run))
         return w
 
     def _scalars(self, run, prefix, items, step):
-        from ... import summary
         with self._writer(run).as_default():
             for name, value in items:
                 summary.scalar(f"{prefix}{name}", float(value), step=step)
@@ -48,7 +47,6 @@ class TensorBoard(Callback):
             self._graph_written = True
             concrete = self.model._traced_train_step()
             if concrete is not None:
-                from ... import summary
                 with self._writer("train").as_default():
                     summary.graph(concrete)
         if self.update_freq != "epoch" and self._global_step % self.update_freq == 0:

@@ -19,7 +19,7 @@ from ...ops import linalg as _linalg
 from ...ops import manipulation as _manip
 from ...ops import math as _m
 from ...tensor_array import TensorArray
-from .. import activations
+from .. import activations, initializers
 from .base import Layer
 
 
@@ -113,7 +113,6 @@ class _UnitForgetBias:
         self.units, self.init = units, init
 
     def __call__(self, shape, dtype="float32"):
-        from .. import initializers
         u = self.units
         base = np.asarray(initializers.get(self.init)((u,), dtype))
         return np.concatenate([base, np.ones((u,), dtype), np.asarray(initializers.get(self.init)((2 * u,), dtype))])

@@ -28,7 +28,7 @@ def Input(shape=None, batch_size=None, dtype=None, name=None, batch_shape=None):
     return tensor
 
 
-class Functional(Model):
+class Functional(Model, functional=True):
     _pushes_path = False
 
     def __init__(self, inputs, outputs, name=None, trainable=True):

@@ -6,6 +6,8 @@ API: `Model(inputs, outputs)` returns a `Functional` model (functional.py), as K
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ... import nest
@@ -17,10 +19,18 @@ from .trainer import Trainer
 
 
 class Model(Trainer, Layer):
+    _functional_class = None    # what Model(inputs, outputs) makes: the subclass declared `functional=True`
+
+    def __init_subclass__(cls, functional: bool = False, **kwargs):
+        """`class Functional(Model, functional=True)` (functional.py, which imports this module) makes that
+        class the one `Model(inputs, outputs)` returns, as Keras's Model does."""
+        super().__init_subclass__(**kwargs)
+        if functional:
+            Model._functional_class = cls
+
     def __new__(cls, *args, **kwargs):
         if cls is Model and (len(args) >= 2 or ("inputs" in kwargs and "outputs" in kwargs)):
-            from .functional import Functional
-            return object.__new__(Functional)
+            return object.__new__(Model._functional_class)
         return object.__new__(cls)
 
     def __init__(self, *args, name=None, trainable=True, dtype=None, **kwargs):
@@ -52,7 +62,6 @@ class Model(Trainer, Layer):
     # ------------------------------------------------------------------ saving
     def save_weights(self, filepath, overwrite=True):
         """Write every weight to `filepath` in graphjit's weights format (saving.py)."""
-        import os
         if not overwrite and os.path.exists(filepath):
             raise FileExistsError(f"save_weights: {filepath} exists and overwrite=False")
         saving.save_weights(self, filepath)

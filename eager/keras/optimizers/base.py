@@ -56,7 +56,7 @@ from ...ops.clipping import keras_clip_by_global_norm, keras_clip_by_norm
 from ...ops.linalg import clip_by_value
 from ...tensor import Tensor
 from ...variables import Variable
-from .schedules import LearningRateSchedule
+from .schedules import LearningRateSchedule, deserialize, serialize
 
 
 def _is_var(x) -> bool:
@@ -183,9 +183,9 @@ class Optimizer:
                 for kind in self._slot_kinds:
                     self._slot(var, kind)
                 self._tracked.append(var)
-        if self.__dict__.get("_graphjit_deferred"):      # a restore waits for these slots (eager.train)
-            from ...train.checkpoint import notify
-            notify(self)
+        waiting = self.__dict__.get("_graphjit_deferred")
+        if waiting:                                     # a restore waits for these slots (eager.train)
+            waiting.notify(self)
 
     def _create_state(self, var):
         """Optimizer-wide state created with the first variable (Nadam's running product)."""
@@ -308,7 +308,6 @@ class Optimizer:
     def get_config(self) -> dict:
         lr = self._learning_rate
         if isinstance(lr, LearningRateSchedule):
-            from .schedules import serialize
             lr = serialize(lr)
         cfg = {"name": self.name, "learning_rate": float(lr.numpy()) if _is_var(lr) else lr,
                "clipnorm": self.clipnorm, "clipvalue": self.clipvalue, "global_clipnorm": self.global_clipnorm}
@@ -319,7 +318,6 @@ class Optimizer:
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("learning_rate"), dict):      # a serialized schedule (known classes only)
-            from .schedules import deserialize
             config["learning_rate"] = deserialize(config["learning_rate"])
         return cls(**config)
 
