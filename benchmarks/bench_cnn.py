@@ -1,4 +1,4 @@
-"""CNN figures (issue 20): a small CNN training step, and per-layer convolution timings.
+"""CNN figures: a small CNN training step, and per-layer convolution timings.
 
 Run: `python -m benchmarks.bench_cnn [--quick]`.
 - The step (benchmarks/cnn_workload.py): batch 64 of 28x28x1, conv 3x3x1x16

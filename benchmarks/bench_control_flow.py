@@ -1,4 +1,4 @@
-"""Control-flow figures (issue 5): a tanh RNN written with `while_loop`, run through a Session.
+"""Control-flow figures: a tanh RNN written with `while_loop`, run through a Session.
 
 The RNN: 100 steps, hidden 64, batch 16, input 32;
 `h = tanh(x[t] @ Wx + h @ Wh + b)`.  Baseline: the same loop in hand-written

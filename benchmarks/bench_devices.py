@@ -1,4 +1,4 @@
-"""Devices (issue 15): two independent heavy branches on two virtual CPUs vs the same graph on one device;
+"""Devices: two independent heavy branches on two virtual CPUs vs the same graph on one device;
 the per-step overhead of a Send/Recv pair for a small tensor.
 
 Run: `OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_devices` (the BLAS thread

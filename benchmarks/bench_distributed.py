@@ -1,4 +1,4 @@
-"""Distributed sessions (issue 16): per-step overhead over one process and over Ray itself, transfer
+"""Distributed sessions: per-step overhead over one process and over Ray itself, transfer
 latency between tasks, data-parallel MLP throughput.
 
 Run: `OPENBLAS_NUM_THREADS=1 python -m benchmarks.bench_distributed` (needs `pip install

@@ -1,4 +1,4 @@
-"""Eager-mode figures (issue 2): dispatch overhead and an eager MLP training step.
+"""Eager-mode figures: dispatch overhead and an eager MLP training step.
 
 Run: `python -m benchmarks.bench_eager`.  Prints ratios against hand-written
 NumPy measured in the same run (median of repeats).

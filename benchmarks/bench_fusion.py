@@ -1,4 +1,4 @@
-"""Elementwise fusion figures (issue 9): fused vs unfused vs hand-written NumPy, and peak memory.
+"""Elementwise fusion figures: fused vs unfused vs hand-written NumPy, and peak memory.
 
 Workloads (ratios against hand-written NumPy measured in the same run):
 
@@ -20,7 +20,7 @@ Workloads (ratios against hand-written NumPy measured in the same run):
   4x4 float32, fused with the default options (numexpr when installed), each
   in a fresh subprocess: wall time and tracemalloc peak (peak RSS says
   nothing here: importing the library peaks higher), and the 4,000/1,000
-  ratios (linear growth: ~4x; before issue 12 the numexpr text doubled per step,
+  ratios (linear growth: ~4x; when each use was written out, the numexpr text doubled per step,
   40 steps took 325 MB and 50 raised MemoryError).
 
 Timings are interleaved with the NumPy baseline (`bench_optimizer.paired`:

@@ -1,8 +1,8 @@
-"""Graph optimizer figures (issue 4): node counts and run time before/after optimization.
+"""Graph optimizer figures: node counts and run time before/after optimization.
 
 Run: `python -m benchmarks.bench_optimizer`.  For each workload the same graph
 runs through `Session.run` with `SessionConfig(optimize=False)` ("unoptimized"),
-with the default pipeline minus fusion ("passes, no fusion": issue 4's passes
+with the default pipeline minus fusion ("passes, no fusion": the rewrites
 alone) and with the full default pipeline ("optimized").  Ratios are against
 hand-written NumPy computing the same result in the same run; each figure is
 measured interleaved with its baseline (fastest batch kept), as in

@@ -1,4 +1,4 @@
-"""Session figures (issue 3): replay overhead of the compiled executor vs hand-written NumPy.
+"""Session figures: replay overhead of the compiled executor vs hand-written NumPy.
 
 Run: `python -m benchmarks.bench_session`.  Workloads (benchmarks/workloads.py):
 - the 50-op 4x4 float32 elementwise chain through `Session.run` (x fed), and

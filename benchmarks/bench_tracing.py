@@ -1,5 +1,5 @@
-"""@function figures (issue 6): call overhead, MLP step, 50-op chain, first-call latency; first-call
-scaling with function size and an autograph-heavy function (issue 18, benchmarks/compile_scaling.py).
+"""@function figures: call overhead, MLP step, 50-op chain, first-call latency; first-call
+scaling with function size and an autograph-heavy function (benchmarks/compile_scaling.py).
 
 Run: `python -m benchmarks.bench_tracing`.  Ratios are against hand-written
 NumPy measured in the same run (median of repeats).

@@ -1,4 +1,4 @@
-"""The CNN training-step workload (issue 20), by hand in NumPy and in graphjit.
+"""The CNN training-step workload, by hand in NumPy and in graphjit.
 
 The model: batch 64 of 28x28x1 images; conv 3x3x1x16 SAME, relu, maxpool
 2x2/2; conv 3x3x16x32 SAME, relu; loss = mean(h2 ** 2); SGD on both filters.

@@ -1,4 +1,4 @@
-"""First-call (trace + optimize + compile) cost as functions grow (issue 18), for bench_tracing.
+"""First-call (trace + optimize + compile) cost as functions grow, for bench_tracing.
 
 Workloads are generated as real source files (so AutoGraph converts them, as it
 would the user's code) and imported:

@@ -4,7 +4,7 @@ Converting, tracing, optimizing and compiling a function build tens of
 thousands of objects that all stay alive until the end (tree nodes, ops,
 tensors, plans).  Every generational collection triggered meanwhile walks all
 of them again, so collections cost a share that grows with the function's
-length (issue 18: 15-35% of a 1,000-4,000-line first call).  Nothing built
+length (15-35% of a 1,000-4,000-line first call, measured).  Nothing built
 there needs collecting before it ends, so the collector pauses meanwhile.
 
 `gc.disable()` is process-wide: the sections are counted under a lock, the

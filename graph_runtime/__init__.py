@@ -17,7 +17,7 @@ Public names (see docs/api.md, graph_runtime section):
   `Timeline(run_metadata).generate_chrome_trace_format()` (timeline.py).
 - GraphDef: `Graph.as_graph_def`, `import_graph_def`, `write_graph`,
   `read_graph`, `register_attr_codec`.
-- `optimize` is exported by `graph_runtime.passes` (issue 4); every runner
+- `optimize` is exported by `graph_runtime.passes`; every runner
   (Session, traced functions, bodies) reaches it through the one graph-to-plan
   pipeline, `pipeline.prepare` (prune, place, optimize, partition, compile).
 
@@ -44,7 +44,7 @@ from .graph_def import write_graph, read_graph, GRAPH_DEF_VERSION
 from .graph_import import import_graph_def
 from . import distributed  # noqa: F401,E402 - Session(target='ray://...') (ray is imported only then)
 from . import control_flow  # noqa: F401,E402 - registers the cond/while_loop/switch_case graph builders
-from .passes import optimize, OptimizationReport  # noqa: E402 - graph optimizer (issue 4)
+from .passes import optimize, OptimizationReport  # noqa: E402 - graph optimizer
 
 __all__ = [
     "Graph", "Operation", "GraphTensor", "SourceLocation", "GraphKeys", "get_default_graph", "reset_default_graph",

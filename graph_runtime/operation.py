@@ -140,7 +140,7 @@ def frames_stop_at(frame):
     it, captured once here.  For a frame that stays suspended in a call for the whole block (the tracer's,
     around the traced function): the frames above it do not move meanwhile, so every op created in the
     block would find the same ones, and the walk's cost would follow the depth of the caller's stack
-    (a test runner's or an application's) for each op (issue 18)."""
+    (a test runner's or an application's) for each op."""
     prev = getattr(_outer, "stop", None)
     _outer.stop = (frame, _walk(frame, [], None, ()) if prev is None else _walk(frame, [], prev[0], prev[1]))
     try:

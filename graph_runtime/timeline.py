@@ -17,7 +17,7 @@ The JSON is the Trace Event Format that `chrome://tracing` and Perfetto
   (A distributed run puts every task on the step's clock through the
   machines' wall clocks.)
 
-Checked in a real browser once (issue 17): headless Chromium (`--headless
+Checked in a real browser once: headless Chromium (`--headless
 --no-sandbox --disable-gpu ... --screenshot`) on a local HTML page that
 parses the JSON of `graphjit trace` and draws each row's X events on a
 canvas (chrome://tracing cannot load files headless); the screenshot showed

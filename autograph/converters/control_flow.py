@@ -249,7 +249,8 @@ def transform(fn_node, ctx):
     if isinstance(fn_node, gast.Lambda):
         return fn_node
     # Without if/while/for nothing is lowered: the liveness and definitions analyses (which only the
-    # lowering reads) are skipped, the walk over the tree too (issue 18: a long straight-line function)
+    # lowering reads) are skipped, the walk over the tree too (a long straight-line function costs only its
+    # length)
     lowered = has_control_flow(fn_node.body)
     with activity.memoized():  # the analyses below read the same statements' activity
         if lowered:

@@ -122,7 +122,7 @@ def convert_code(fn: types.FunctionType, ag_name: str = "ag__",
     entry = CACHE.get(fn.__code__, features)
     if entry is not None:
         return entry
-    with no_cyclic_gc():   # its trees stay alive until it ends: collections would rescan them (issue 18)
+    with no_cyclic_gc():   # its trees stay alive until it ends: collections would rescan them
         entry = _convert_code(fn, ag_name, features)
     CACHE.put(fn.__code__, entry, features)
     return entry

@@ -4,8 +4,9 @@ Order matters; each comment says why a converter sits where it does.
 
 Each step also says which node kinds it acts on (`needs`) and which it may
 introduce (`adds`), so that a converter with nothing to act on is not run at
-all (issue 18: a long straight-line function has no `if`, `and` or `x if c
-else y`, yet each expression converter walked all of it).  `ctx.kinds` is the
+all (a long straight-line function has no `if`, `and` or `x if c else y`,
+yet each expression converter would walk all of it: conversion time would not
+follow the function's length).  `ctx.kinds` is the
 set of node classes in the function (below its own def node), found by the
 walk that collects its names (`naming.Namer.scan`); after a step runs, its
 `adds` join the set (`None`: anything, and from then on every step runs).

@@ -1,4 +1,5 @@
-"""ast <-> gast translation, the same trees as `gast.ast_to_gast` / `gast.gast_to_ast`, faster (issue 18).
+"""ast <-> gast translation, the same trees as `gast.ast_to_gast` / `gast.gast_to_ast`, faster
+(conversion cost on long functions).
 
 A function is translated twice per conversion: once in (the parsed source, to
 gast, for the converters) and once out (the converted tree, to ast, for

@@ -1,4 +1,4 @@
-"""Faster drop-in bases for `gast.NodeVisitor` / `gast.NodeTransformer` (issue 18).
+"""Faster drop-in bases for `gast.NodeVisitor` / `gast.NodeTransformer`, so that conversion stays cheap on long functions.
 
 Every converter and analysis walks the whole function; with `ast`'s generic
 implementations the walks dominated AutoGraph's cost on long functions

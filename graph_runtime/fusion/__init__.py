@@ -1,4 +1,4 @@
-"""Elementwise fusion (issue 9): groups of elementwise ops become one generated kernel.
+"""Elementwise fusion: groups of elementwise ops become one generated kernel.
 
 - `groups.py`: which ops are fusible and how they group (convex, maximal, greedy).
 - `recipes.py`: how each op type becomes program instructions (ufunc, expansion,

@@ -14,8 +14,8 @@ Strategies:
   buffers (memory-bound tensors), optionally split across threads.
 
 Estimates (microseconds) use constants measured on the development machine
-(NumPy 2.4 with SIMD loops, numexpr 2.14 without VML, float32; see the
-benchmark report in the issue):
+(NumPy 2.4 with SIMD loops, numexpr 2.14 without VML, float32; see
+benchmarks/bench_fusion.py):
 
 | | NumPy ufunc | numexpr |
 |---|---|---|

@@ -38,7 +38,7 @@ transitively waits for on its own device, and only ops with equal sets are
 grouped.  A fused op starts when all its inputs have arrived, so fusing the
 final `a + b` of a branch computed here with a value `b` received from another
 device would hold back this device's whole chain until `b` arrives, and the
-two devices would run one after the other (issue 15's two-branch benchmark).
+two devices would run one after the other (bench_devices' two branches).
 Fed placeholders are fed on every device and ops without a device are not
 counted as remote; with no device placement every set is empty.
 

@@ -4,7 +4,7 @@ Compiled stages are cached per process by their *canonical* text (arguments
 renamed `a0`, `a1`, ... in order of appearance) and argument dtypes
 (`compiled_stage`): the stages of an unrolled loop differ only in the names
 of the values they read, so a program of a thousand stages compiles a handful
-(compile time follows the number of distinct stages, issue 18).  The kernel
+(compile time follows the number of distinct stages).  The kernel
 gives a shared compiled stage one name and keeps temporaries in reused
 registers, so those stages' calls read the same and are written as a loop
 (`numpy_backend.reroll`).
@@ -21,7 +21,7 @@ used for this program:
 - numexpr refuses a stage, or a trial run on one-element inputs gives a value
   another dtype than the graph's.
 
-Text size (issue 12): numexpr has no `let`, so a value written into the text
+Text size: numexpr has no `let`, so a value written into the text
 at each of its uses doubles the text at every level of reuse
 (`y = tanh(y) * 0.5 + y` repeated 40 times would be 2^40 characters).
 `stages(program)` therefore builds the text in ONE pass over the instructions,

@@ -241,7 +241,8 @@ REROLL_MIN_BODY = 32         # statements per loop iteration at least (the block
 
 def reroll(lines: list, indent: str) -> list:
     """`lines` (statements at `indent`) with each run of an identical block repeated at least
-    `REROLL_MIN_REPEATS` times in a row written as a `for` loop over the block (issue 18).
+    `REROLL_MIN_REPEATS` times in a row written as a `for` loop over the block
+    (the generated source, and so its compile time, stays as short as the distinct blocks).
 
     The straight-line kernel of an unrolled loop repeats the same text: after the first rounds, buffer
     assignment settles and every round calls the same ufuncs on the same buffers.  Executing a block k

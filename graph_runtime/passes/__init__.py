@@ -1,4 +1,4 @@
-"""Graph optimization passes (issue 4): one pass per module, a pass manager, `optimize`.
+"""Graph optimization passes: one pass per module, a pass manager, `optimize`.
 
 - `optimize(graph_or_graph_def, fetches, passes=None, ...) -> (graph, OptimizationReport)`
   (manager.py) runs the pipeline; `run_pass(name, graph, fetches)` runs one.
@@ -6,7 +6,7 @@
   `pruning`, `unused_outputs` (ops that can compute fewer outputs do),
   `debug_stripper` (off by default), `constant_folding`,
   `arithmetic` (rule table in arithmetic_rules.py), `common_subexpression`,
-  `scale_folding`, `loop_invariant`, `dependency`, `fusion` (issue 9), `bodies`
+  `scale_folding`, `loop_invariant`, `dependency`, `fusion`, `bodies`
   (optimizes If/Case/While bodies recursively), `memory`.
 - `rewriter.Rewriter` is the one graph-copying utility every pass uses;
   `pattern.py` the small pattern matcher behind the arithmetic rule table.

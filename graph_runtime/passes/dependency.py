@@ -27,7 +27,7 @@ def optimize_dependencies(graph, ctx: PassContext):
     bit: dict = {}       # id(dst op) -> its bit (only ops that may be the source of a control edge)
     # Only a control edge's source is ever looked up in an ancestor set, so only those ops get a bit:
     # one bit per op made the sets (and each op's cost) grow with the graph, quadratic in time and
-    # memory on long functions (issue 18).  The sources are known up front (`_control_sources`); an
+    # memory on long functions.  The sources are known up front (`_control_sources`); an
     # op that gets no bit is never found implied, so its edge is kept (never dropped by mistake).
     sources = _control_sources(graph, rw)
     for op in graph._ops:

@@ -142,7 +142,7 @@ def _bind(name, t, m) -> bool:
 def _pred_on_const(rw, pred, t) -> bool:
     """`pred` on t's constant value (False when t is not constant), evaluated once per pass for each
     small numeric value: a trace makes one Const per Python scalar (`y * 0.5` on 1,000 lines is 1,000
-    equal constants), and each evaluation costs an errstate switch and a NumPy reduction (issue 18)."""
+    equal constants), and each evaluation costs an errstate switch and a NumPy reduction."""
     v = rw.const_value(t)
     if v is None:
         return False

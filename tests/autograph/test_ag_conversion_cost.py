@@ -1,4 +1,4 @@
-"""AutoGraph's conversion cost stays linear in the function's length (issue 18): structural checks
+"""AutoGraph's conversion cost stays linear in the function's length: structural checks
 (parse counts), not timings; and the fast tree walkers behave exactly like gast's."""
 import importlib.util
 

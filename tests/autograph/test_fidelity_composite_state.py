@@ -1,5 +1,5 @@
-"""Composite state (`x['b']`, `y[0]`, `obj.attr`) in staged branches and loops
-(issue 13 item 1), and TF's branch errors (item 14).
+"""Composite state (`x['b']`, `y[0]`, `obj.attr`) in staged branches and loops,
+and TF's branch errors.
 
 Each program runs eagerly, converted (`autograph.to_graph`) and traced
 (`@function`), on fresh inputs each time (the programs mutate them).
@@ -193,7 +193,7 @@ def test_object_replaced_in_loop_is_not_composite_state():
     assert assert_modes_agree(f, ek.constant(4)) == 6
 
 
-# --- TF's branch errors (item 14) ----------------------------------------------
+# --- TF's branch errors --------------------------------------------------------
 def test_branch_none():
     def f(x):
         if x > 0:

@@ -1,4 +1,4 @@
-"""AutoGraph fidelity (issue 13 items 2, 3): converted and traced code give
+"""AutoGraph fidelity: converted and traced code give
 Python's (and TensorFlow's) answers for closures over loop and branch state,
 and for `return`/`raise` inside `try`.
 
@@ -16,7 +16,7 @@ from tracing import function
 
 SETTINGS = settings(deadline=None, max_examples=15)
 
-# --- closures see the current value of loop and branch state (item 2) ------
+# --- closures see the current value of loop and branch state ---------------
 def closure_while(n):
     i = 0
     s = 0
@@ -86,7 +86,7 @@ def closure_branch_local(x):
     return r
 
 
-def test_closure_reads_current_loop_value_issue_case():
+def test_closure_reads_current_loop_value_of_a_while():
     assert closure_while(2) == 23
     assert assert_agree(closure_while, 2) == 23
 
@@ -129,7 +129,7 @@ def test_closure_name_unbound_before_use_still_fails():
         autograph.to_graph(f)(0) + 1
 
 
-# --- return / raise inside try (item 3) -------------------------------------
+# --- return / raise inside try ----------------------------------------------
 def _raise():
     raise ValueError("boom")
 

@@ -1,5 +1,4 @@
-"""Staged control-flow ops and errors name the line of their statement
-(issue 12 item 11): an If/While op built from `if`, `while`, `for`, a
+"""Staged control-flow ops and errors name the line of their statement: an If/While op built from `if`, `while`, `for`, a
 ternary, `and`/`or` records the statement's first line (the user's file), not
 the last line of its body, and errors raised while staging or running a loop
 point there too."""

@@ -1,4 +1,4 @@
-"""Loop state in staged loops (issue 13 items 8, 9, 10, 12, 14; issue 12 item 7).
+"""Loop state in staged loops.
 
 Every program runs eagerly, converted (`autograph.to_graph`) and traced
 (`@function`); answers are TensorFlow 2.21's.  Error paths check the
@@ -197,7 +197,7 @@ def test_shape_outside_invariant_after_one_iteration():
         function(f)(ek.constant(3))
 
 
-# --- issue 12 item 7: list.append in staged loops -----------------------------
+# --- list.append in staged loops -------------------------------------------------
 def append_over_range(n):
     out = []
     for i in ek.range(n):

@@ -1,4 +1,4 @@
-"""AutoGraph fidelity of loops (issue 13 items 5, 11, 13): a Python `while`
+"""AutoGraph fidelity of loops: a Python `while`
 whose test turns into a tensor, staged `for` over statically empty tensors,
 and generators under `@function`.  Answers are compared with plain Python
 (and eager tensors) through `autograph.to_graph`, `@function` and a Session.
@@ -14,7 +14,7 @@ from tracing import function
 
 SETTINGS = settings(deadline=None, max_examples=15)
 
-# --- staged for over a statically empty tensor (item 11) ----------------------
+# --- staged for over a statically empty tensor --------------------------------
 def sum_rows(x):
     s = ek.constant(0.0)
     n = 0
@@ -61,7 +61,7 @@ def test_loop_target_after_empty_staged_loop_is_undefined_as_in_python():
         function(f)(ek.constant(1))
 
 
-# --- generators are rejected under @function (item 13) ------------------------
+# --- generators are rejected under @function ----------------------------------
 def test_generator_function_is_rejected_by_function():
     def gen(x):
         for i in range(3):
@@ -82,7 +82,7 @@ def test_function_returning_a_generator_is_rejected():
         f(ek.constant(1))
 
 
-# --- a while test that turns from Python to tensor (item 5) --------------------
+# --- a while test that turns from Python to tensor -----------------------------
 def test_while_test_changing_to_a_tensor_raises_tfs_error():
     def f():
         n = ek.constant(0)

@@ -1,6 +1,6 @@
-"""Op arguments and scopes behave as in TensorFlow in every mode (issue 13):
-lists and tuples holding tensors are packed implicitly (item 6), and
-`name_scope('')` resets to the root scope (item 7)."""
+"""Op arguments and scopes behave as in TensorFlow in every mode:
+lists and tuples holding tensors are packed implicitly, and
+`name_scope('')` resets to the root scope."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -26,13 +26,13 @@ def every_mode(fn, *arrays):
     return [np.asarray(o) for o in out]
 
 
-# --- implicit pack (item 6) ---------------------------------------------------
+# --- implicit pack ------------------------------------------------------------
 def concat_list(i):
     v = ek.zeros([2], dtype=ek.int32)
     return ek.concat((v, [i]), 0)
 
 
-def test_issue_case_concat_of_list_holding_a_tensor():
+def test_concat_of_list_holding_a_tensor_and_a_python_int():
     for got in every_mode(concat_list, np.int32(7)):
         assert got.tolist() == [0, 0, 7]
 
@@ -87,7 +87,7 @@ def test_mismatched_shapes_in_a_packed_list_raise():
         f(ek.zeros([2]))
 
 
-# --- name_scope('') (item 7) ---------------------------------------------------
+# --- name_scope('') ------------------------------------------------------------
 def test_empty_name_scope_resets_to_root_eagerly():
     with ek.name_scope("outer"):
         with ek.name_scope("") as scope:

@@ -1,4 +1,4 @@
-"""Session(target="ray://local"): a graph partitioned across tasks that are Ray actors (issue 16).
+"""Session(target="ray://local"): a graph partitioned across tasks that are Ray actors.
 
 The same program must give the same results in one process and on the cluster; variables live on
 their task and keep their values across runs; partitions travel as plain GraphDef data.

@@ -128,7 +128,7 @@ def test_static_inference_rejects_mixed_dtypes_and_missing_dtype():
         ek.as_dtype(None)
 
 
-# -- TensorFlow's rules for nested Python lists (issue 12 item 8) ---------------------------------------
+# -- TensorFlow's rules for nested Python lists ----------------------------------------------------
 @pytest.mark.parametrize("value, mix", [
     ([1, "a"], "numbers (int) and strings (str)"),
     (["a", 1], "numbers (int) and strings (str)"),

@@ -1,4 +1,4 @@
-"""Integer division by zero raises, in every mode (issue 12, item 4); floats keep IEEE values.
+"""Integer division by zero raises, in every mode; floats keep IEEE values.
 
 TensorFlow's integer FloorDiv/FloorMod/TruncateDiv/TruncateMod raise
 InvalidArgumentError("Integer division by zero"); NumPy warns and returns 0.

@@ -1,4 +1,4 @@
-"""NaN and inf are values: no mode makes NumPy warn (issue 12, item 10; eager/fp_semantics.py).
+"""NaN and inf are values: no mode makes NumPy warn (eager/fp_semantics.py).
 
 A `log(0)`, `0/0`, overflow program runs with every warning turned into an
 error: eagerly, converted, under `@function` (fused with numexpr or NumPy,

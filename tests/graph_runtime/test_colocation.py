@@ -1,4 +1,4 @@
-"""colocate_with (issue 15 item 3): device taken from the target, groups kept on one device by the placer,
+"""colocate_with: device taken from the target, groups kept on one device by the placer,
 conflicts raise, groups survive a GraphDef round trip."""
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Placement's cost model (issue 15 item 3): estimated compute and transfer times spread heavy independent
+"""Placement's cost model: estimated compute and transfer times spread heavy independent
 branches over devices, keep cheap ops with their inputs, and measured times from traced runs refine it."""
 import numpy as np
 

@@ -1,4 +1,4 @@
-"""Device names: DeviceSpec parsing/printing/merging, nested device scopes, device functions (issue 15 item 1)."""
+"""Device names: DeviceSpec parsing/printing/merging, nested device scopes, device functions."""
 import pytest
 
 import eager as ek

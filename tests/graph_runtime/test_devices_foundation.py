@@ -1,4 +1,4 @@
-"""Device strings survive the passes that merge ops, and bodies inherit the device scope (issue 14 item 4)."""
+"""Device strings survive the passes that merge ops, and bodies inherit the device scope."""
 import numpy as np
 import pytest
 

@@ -1,4 +1,4 @@
-"""Executors share one schedule and one Step.apply; bodies run through the executor of the outer step (issue 14)."""
+"""Executors share one schedule and one Step.apply; bodies run through the executor of the outer step."""
 import collections
 
 import numpy as np

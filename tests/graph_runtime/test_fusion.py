@@ -1,4 +1,4 @@
-"""Elementwise fusion: grouping rules, strategies, report and switches (issue 9)."""
+"""Elementwise fusion: grouping rules, strategies, report and switches."""
 from __future__ import annotations
 
 import numpy as np

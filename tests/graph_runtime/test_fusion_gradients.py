@@ -1,4 +1,4 @@
-"""Fusion and differentiation: gradients are built on the unfused graph, fusion runs in the plan (issue 9)."""
+"""Fusion and differentiation: gradients are built on the unfused graph, fusion runs in the plan."""
 from __future__ import annotations
 
 import numpy as np

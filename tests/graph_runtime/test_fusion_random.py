@@ -1,4 +1,4 @@
-"""Property tests: random elementwise graphs, fused vs unfused (issue 9).
+"""Property tests: random elementwise graphs, fused vs unfused.
 
 Random graphs mix unary, binary (with broadcasting), comparison, logical,
 select and cast ops over 1-3 inputs containing NaN, +-inf and signed zeros.

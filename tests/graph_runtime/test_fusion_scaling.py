@@ -1,4 +1,4 @@
-"""Fused kernels stay linear in the size of their group (issue 12, item 2).
+"""Fused kernels stay linear in the size of their group.
 
 numexpr has no temporaries inside one expression: a value written out at each
 of its uses doubles the text per level of reuse (residual and Euler-style
@@ -100,7 +100,7 @@ def test_fifty_op_chain_is_one_numexpr_call():
 
 @needs_numexpr
 def test_stages_of_an_unrolled_loop_compile_once():
-    # issue 18: the rounds of an unrolled loop give stages that differ only in the names they read; each
+    # the rounds of an unrolled loop give stages that differ only in the names they read; each
     # distinct (canonical text, argument dtypes) is compiled once, so compile time follows distinct stages
     numexpr_backend.clear_cache()
     ref, _, _ = _run(residual, enabled=False)
@@ -125,7 +125,7 @@ def test_clear_caches_makes_the_next_plan_generate_its_kernel():
 
 
 def test_numpy_kernel_of_an_unrolled_loop_is_rerolled_and_bitwise():
-    # issue 18: the straight-line kernel of an unrolled loop repeats the same statements; repeated blocks
+    # the straight-line kernel of an unrolled loop repeats the same statements; repeated blocks
     # become a loop (compile time follows the source's length), with the same calls in the same order
     from graph_runtime.fusion import numpy_backend
     ref, _, _ = _run(residual, enabled=False)

@@ -1,4 +1,4 @@
-"""A GraphDef with variables, control flow and gradients runs the same in a fresh process (issue 14 item 5)."""
+"""A GraphDef with variables, control flow and gradients runs the same in a fresh process."""
 import json
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Nothing read from a GraphDef becomes code (issue 12 item 1): direct regression tests.
+"""Nothing read from a GraphDef becomes code: direct regression tests.
 
 Each crafted GraphDef carries Python source where a name or value is expected.
 Import must refuse it with a GraphDefError naming the node and what is wrong;
@@ -63,7 +63,7 @@ def test_crafted_attr_name_is_refused_by_import(tmp_path, op_type):
 
 
 def test_print_pwned_attr_name(capfd):
-    """The exact case of the issue: an attr named `z=print('PWNED'),y` on a Sum node."""
+    """The case first reported: an attr named `z=print('PWNED'),y` on a Sum node."""
     gd, out = _graph_def()
     node = next(n for n in gd["nodes"] if n["op"] == "Sum")
     node["attrs"]["z=print('PWNED'),y"] = 1

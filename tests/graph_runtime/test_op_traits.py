@@ -1,4 +1,4 @@
-"""Op traits (`OpDef.effect`, `OpDef.alias`, graph_runtime/op_traits.py): one answer everywhere (issue 14)."""
+"""Op traits (`OpDef.effect`, `OpDef.alias`, graph_runtime/op_traits.py): one answer everywhere."""
 from __future__ import annotations
 
 import sys

@@ -1,4 +1,4 @@
-"""Partitioned execution (issue 15 items 4-5): one graph per device joined by _Send/_Recv, partitions run
+"""Partitioned execution: one graph per device joined by _Send/_Recv, partitions run
 concurrently through a rendezvous, A->B->A chains do not deadlock, an error on one device aborts the step."""
 import threading
 
@@ -296,7 +296,8 @@ def _group_names(g) -> list:
 
 def test_fusion_does_not_make_a_local_chain_wait_for_a_value_from_another_device():
     """The fused op of device 0's chain must not also hold the `a + b` that reads b from device 1: it would
-    wait for the _Recv and the two devices' chains would run one after the other (issue 15's benchmark)."""
+    wait for the _Recv and the two devices' chains would run one after the other
+    (benchmarks/bench_devices.py's two branches would take as long as on one device)."""
     g, x, out = _two_branches(True)
     plan = prepare(g, [x], [out], config=TWO)
     by_dev = {p.device: p.graph for p in plan.parts}

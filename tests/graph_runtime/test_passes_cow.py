@@ -1,4 +1,4 @@
-"""Copy-on-write passes (issue 18): a pass that changes nothing returns its input graph itself; a pass
+"""Copy-on-write passes (so a pipeline costs little on a graph it hardly changes): a pass that changes nothing returns its input graph itself; a pass
 that changes something leaves its input untouched and builds the same graph a non-probing run builds; the
 fixed-point loop does not re-run a pass on a graph it already left unchanged."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Rule predicates on constants run once per distinct small value in a pass, not once per Const op
-(issue 18: a trace makes one Const per Python scalar, so 1,000 lines of `y * 2.0` are 1,000 equal
+(a trace makes one Const per Python scalar, so 1,000 lines of `y * 2.0` are 1,000 equal
 constants), and equal-looking values that differ (-0.0 / 0.0, dtypes) are still judged apart."""
 import numpy as np
 

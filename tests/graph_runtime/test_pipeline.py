@@ -1,4 +1,4 @@
-"""The one graph-to-plan pipeline (`pipeline.prepare`) and the `bodies` pass (issue 14)."""
+"""The one graph-to-plan pipeline (`pipeline.prepare`) and the `bodies` pass."""
 import numpy as np
 
 import eager as ek

@@ -1,4 +1,4 @@
-"""Devices and placement (issue 15 items 2-3): virtual CPUs, explicit requests, colocation, soft placement,
+"""Devices and placement: virtual CPUs, explicit requests, colocation, soft placement,
 the cost model's defaults, log_device_placement, and the errors."""
 import numpy as np
 import pytest

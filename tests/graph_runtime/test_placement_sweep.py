@@ -1,5 +1,5 @@
 """Every op of the registry's gradient cases, placed on a non-default device (/cpu:1 of two), gives the same
-values and gradients in a Session as the same graph on one device (issue 15 tests: the registry sweep)."""
+values and gradients in a Session as the same graph on one device."""
 import importlib
 import pathlib
 import pkgutil

@@ -1,4 +1,4 @@
-"""Graph ops name variables by resource handle, bound through per-device resource tables (issue 14 item 5a)."""
+"""Graph ops name variables by resource handle, bound through per-device resource tables."""
 import json
 
 import numpy as np

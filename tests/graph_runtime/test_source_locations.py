@@ -1,4 +1,4 @@
-"""Op source locations (issue 18): captured without reading `f_lineno` at op creation (which costs time
+"""Op source locations: captured without reading `f_lineno` at op creation (which costs time
 proportional to the position in the function), yet exact, immutable, comparable and picklable."""
 from __future__ import annotations
 

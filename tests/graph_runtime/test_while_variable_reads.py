@@ -1,7 +1,7 @@
 """A variable read by a while loop's condition and assigned by its body (or by
 a body nested in it) is read afresh on every evaluation: eagerly, under
 `@function`, in a Session with every optimizer pass on, and after the
-loop-invariant pass (issue 13 item 4)."""
+loop-invariant pass."""
 import numpy as np
 import pytest
 

@@ -1,6 +1,6 @@
 """A first call (conversion, trace, optimize, compile) runs no cyclic collection, and leaves the
-collector as the user had it, also when tracing fails (issue 18: collections rescanned every op
-built so far, a share of the first call that grew with the function's length)."""
+collector as the user had it, also when tracing fails (collections would rescan every op
+built so far, a share of the first call that grows with the function's length)."""
 import gc
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Every non-None output of a traced function is a Tensor, as in TensorFlow (issue 12 item 6).
+"""Every non-None output of a traced function is a Tensor, as in TensorFlow.
 
 `tf.function(lambda x: x + 1)(1)` returns `<tf.Tensor: numpy=2>`; None stays
 None and the structure (lists, tuples, dicts, namedtuples) is kept.

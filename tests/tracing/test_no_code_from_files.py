@@ -1,4 +1,4 @@
-"""Fuzz: source-like text in any string of a GraphDef or a saved directory never runs (issue 12 item 1).
+"""Fuzz: source-like text in any string of a GraphDef or a saved directory never runs.
 
 Every string of the files -- op types, node names, input and control-input
 names, attr names (dict keys) and string values, device strings, locations,

@@ -107,7 +107,7 @@ def test_a_single_trace_still_reports_its_time_per_phase():
     assert "Time per trace:" in text and "trace" in text and "compile" in text
 
 
-# -- advice by kind of Python value (issue 12 item 9) -------------------------------------------------------
+# -- advice by kind of Python value ---------------------------------------------------------------------------------
 class Mode(enum.Enum):
     TRAIN = 1
     EVAL = 2

@@ -1,4 +1,4 @@
-"""`input_signature` converts Python values and NumPy arrays as Session feeds do (issue 12 item 5).
+"""`input_signature` converts Python values and NumPy arrays as Session feeds do.
 
 TensorFlow converts a nested list or a float64 array to a `TensorSpec([None, 3],
 float32)`; it never converts a Tensor of another dtype.  One rule serves
