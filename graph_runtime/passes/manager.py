@@ -192,8 +192,8 @@ def _as_graph(graph_or_graph_def) -> Graph:
 
 class _PassRunner:
     """Runs one pass on a graph: times it (a failure becomes a `PassError` naming it), verifies a changed
-    graph (`check`), records its `PassStats` in
-    the report, and releases the intermediate graphs the passes built once a later pass replaces them."""
+    graph (`check`), records its `PassStats` in the report, and releases the intermediate graphs the passes
+    built once a later pass replaces them."""
 
     def __init__(self, ctx: PassContext, report: OptimizationReport, check: bool):
         self.ctx, self.report, self.check = ctx, report, check
