@@ -36,8 +36,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from eager.data.shuffling import SeedGenerator
 from eager.dtypes import DType, as_dtype
+from eager.ops.random import RandomState
 from eager.shape import TensorShape, brief_repr
+from eager.summary.writer import SummaryWriter
 
 
 @dataclass
@@ -248,11 +251,8 @@ def _dec_summary_writer(logdir, ctx):
 
 
 def _register_builtin_config_classes() -> None:
-    from eager.ops.random import RandomState
     register_config_class(RandomState)
-    from eager.data.shuffling import SeedGenerator
     register_config_class(SeedGenerator)
-    from eager.summary.writer import SummaryWriter
     register_attr_codec("summary_writer", SummaryWriter, lambda v, c: v.logdir, _dec_summary_writer)
 
 

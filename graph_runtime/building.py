@@ -36,8 +36,10 @@ from typing import Callable
 
 from eager import context as _context
 from eager.errors import InvalidArgumentError, OpError
-from eager.registry import Spec
+from eager.ops.constant import CONST
+from eager.registry import Spec, check_attr_names, check_call, lookup
 from eager.tensor import Tensor
+from eager.variables import ASSIGN
 
 from .device_spec import merge_scopes
 from .operation import GraphTensor, capture_user_frames
@@ -180,7 +182,6 @@ class GraphBuilder(_context.Context):
         op's declared attrs; `dtypes` (optional) the expected output dtypes, checked against what the
         op infers from its inputs.  Shape/dtype checks of the inputs are the op's own inference.
         """
-        from eager.registry import check_attr_names, check_call, lookup
         if not isinstance(op_type, str):
             raise TypeError(f"create_op: op_type must be a string naming a registered op, got {op_type!r}")
         opdef = lookup(op_type)
@@ -269,14 +270,12 @@ class GraphBuilder(_context.Context):
 
     def make_const(self, value, name=None):
         """A `Const` op holding NumPy `value` (no control dependencies)."""
-        from eager.ops.constant import CONST
         with self.control_dependencies(None):
             return self.add_op(CONST, (), {"value": value}, name)
 
     # -- variables -----------------------------------------------------------------
     def create_variable(self, var, init_tensor) -> None:
         """Called by `Variable(...)` in a graph: unique name, initializer op, collections."""
-        from eager.variables import ASSIGN
         self._check_not_finalized()
         var._name = self.unique_name(var._name)
         with self.control_dependencies(None):

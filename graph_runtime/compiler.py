@@ -40,8 +40,10 @@ from typing import Callable
 
 import numpy as np
 
+from eager.convert import convert_to_dtype
 from eager.errors import InvalidArgumentError
 from eager.registry import kernel_for
+from eager.tensor import Tensor
 
 from .codegen import generate
 from .op_traits import is_ordered
@@ -262,8 +264,6 @@ def _mark_copies(returns, steps, consts) -> None:
 
 def make_feed_converter(tensor) -> Callable:
     """value -> NumPy array of `tensor`'s dtype and a compatible shape, else InvalidArgumentError."""
-    from eager.convert import convert_to_dtype
-    from eager.tensor import Tensor
     dtype, shape = tensor.dtype, tensor.shape
 
     np_dtype = dtype.np_dtype

@@ -11,6 +11,9 @@ Imports `eager` and sibling modules.
 """
 from __future__ import annotations
 
+from eager.dtypes import int64
+from eager.variables import Variable
+
 from .graph import GraphKeys, get_default_graph, name_scope
 
 
@@ -29,8 +32,6 @@ def get_global_step(graph=None):
 
 
 def create_global_step(graph=None):
-    from eager import int64
-    from eager.variables import Variable
     graph = get_default_graph() if graph is None else graph
     if get_global_step(graph) is not None:
         raise ValueError('"global_step" already exists.')

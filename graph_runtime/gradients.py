@@ -16,6 +16,7 @@ from __future__ import annotations
 from eager import context as _context
 from eager.backprop import backprop
 from eager.convert import convert_to_tensor
+from eager.ops.array import ones_like
 
 from .op_traits import var_of
 from .operation import GraphTensor
@@ -61,7 +62,6 @@ def gradients(ys, xs, grad_ys=None, stop_gradients=None, name="gradients"):
         if not isinstance(s, GraphTensor):
             raise TypeError(f"gradients: stop_gradients must be graph tensors, got {type(s).__name__}")
         stops.add(id(s))
-    from eager.ops.array import ones_like
     scope = graph.unique_name(name)
     with graph.as_default(), _context.name_scope(scope):
         if grad_ys is None:

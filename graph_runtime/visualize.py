@@ -24,6 +24,8 @@ import shutil
 import subprocess
 from typing import Optional
 
+import numpy as np
+
 from .device_spec import short_name
 from eager.tensor_spec import short_type
 from .operation import attr_subgraphs
@@ -62,7 +64,6 @@ def _node_style(op) -> str:
 
 
 def _const_text(op) -> str:
-    import numpy as np
     v = op.attrs.get("value")
     try:
         a = np.asarray(v)

@@ -237,6 +237,7 @@ def _layout(items: dict, edges: dict) -> tuple:
 
 
 def _grandalf_layout(sizes: dict, edges: dict):
+    # grandalf is the optional [viz] extra: imported only when a page is drawn with it
     from grandalf.graphs import Edge, Graph, Vertex
     from grandalf.layouts import SugiyamaLayout
     from grandalf.routing import route_with_lines

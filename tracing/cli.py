@@ -43,6 +43,25 @@ import subprocess
 import sys
 from typing import Optional
 
+import numpy as np
+
+from eager import summary
+from eager.tensor_spec import TensorSpec
+
+import graph_runtime as gr
+from graph_runtime import visualize, visualize_html
+from graph_runtime.passes import optimize
+from graph_runtime.visualize_html import write_html
+
+from autograph import to_code
+
+from .demo import run_demo
+from .function import Function, function
+from .save import load
+from .save.format import SavedModelError
+from .save.inspect_saved import describe_saved
+from .timing import Progress
+
 
 class CLIError(Exception):
     """A user-facing error: printed as `graphjit: error: ...`, exit status 1."""
@@ -79,19 +98,16 @@ def load_target(spec: str):
 
 
 def _python_function(obj):
-    from .function import Function
     return obj.python_function if isinstance(obj, Function) else obj
 
 
 # ------------------------------------------------------------------ commands
 def cmd_demo(args) -> int:
-    from .demo import run_demo
     run_demo(quick=args.quick)
     return 0
 
 
 def cmd_convert(args) -> int:
-    from autograph import to_code
     fn = _python_function(load_target(args.target))
     try:
         sys.stdout.write(to_code(fn))
@@ -102,7 +118,6 @@ def cmd_convert(args) -> int:
 
 def parse_specs(fn, shapes: list, dtypes: list) -> Optional[list]:
     """TensorSpecs for `fn`'s parameters from `--shape name=2,3` / `--dtype name=int32` options."""
-    from eager.tensor_spec import TensorSpec
     shape_of, dtype_of = {}, {}
     for item, table, what in [(s, shape_of, "--shape") for s in shapes] + [(d, dtype_of, "--dtype") for d in dtypes]:
         key, eq, value = item.partition("=")
@@ -144,7 +159,6 @@ def parse_specs(fn, shapes: list, dtypes: list) -> Optional[list]:
 
 
 def _concrete_for(obj, shapes, dtypes):
-    from .function import Function, function
     fn = obj if isinstance(obj, Function) else function(obj) if callable(obj) else None
     if fn is None:
         raise CLIError(f"{obj!r} is not a function")
@@ -158,9 +172,6 @@ def _concrete_for(obj, shapes, dtypes):
 
 
 def cmd_graph(args) -> int:
-    from graph_runtime import visualize
-    from graph_runtime import visualize_html
-    from graph_runtime.visualize_html import write_html
     obj = load_target(args.target)
     func_name = args.target.rpartition(":")[2]
     out = args.out or (None if args.logdir else f"{func_name.replace('.', '_')}.html")
@@ -174,7 +185,6 @@ def cmd_graph(args) -> int:
     cf = _concrete_for(obj, args.shape, args.dtype)
     graph = cf.graph
     if args.optimized:
-        from graph_runtime.passes import optimize
         names = [t.name for t in cf.inputs] + [t.name for t in cf.outputs]
         graph, _ = optimize(graph, names, keep_stateful=True)
     if ext in ("html", "htm"):
@@ -189,7 +199,6 @@ def cmd_graph(args) -> int:
 
 
 def _graph_to_logdir(cf, args, graph=None) -> int:
-    from eager import summary
     try:
         writer = summary.create_file_writer(args.logdir)
     except ImportError as e:
@@ -203,7 +212,6 @@ def _graph_to_logdir(cf, args, graph=None) -> int:
 
 
 def _random_value(t, rng):
-    import numpy as np
     dims = t.shape.dims
     if dims is None or any(d is None for d in dims):
         raise CLIError(f"trace: input {t.name!r} has shape {t.shape}; give every dimension with --shape so a "
@@ -219,8 +227,6 @@ def _random_value(t, rng):
 
 
 def cmd_trace(args) -> int:
-    import numpy as np
-    import graph_runtime as gr
     obj = load_target(args.target)
     func_name = args.target.rpartition(":")[2]
     out = args.out or f"{func_name.replace('.', '_')}.trace.json"
@@ -257,10 +263,8 @@ def cmd_show(args) -> int:
         cf = _concrete_for(load_target(args.path), args.shape, args.dtype)
         print(_timing_text(cf))
         return 0
-    from .save.inspect_saved import describe_saved
     sys.stdout.write(describe_saved(args.path) + "\n")
     if args.timing:
-        from .save import load
         loaded = load(args.path)
         print("\nload time per function (import, optimize, compile):")
         for fn in loaded.functions.values():
@@ -279,7 +283,6 @@ def benchmarks_dir() -> Optional[str]:
 
 
 def cmd_bench(args) -> int:
-    from .timing import Progress
     d = benchmarks_dir()
     if d is None:
         raise CLIError("graphjit bench runs the benchmark suite in benchmarks/, which is part of the source "
@@ -365,7 +368,6 @@ def main(argv: Optional[list] = None) -> int:
     if getattr(args, "run", None) is None:
         parser.print_help()
         return 2
-    from .save.format import SavedModelError
     try:
         return args.run(args)
     except (CLIError, SavedModelError) as e:

@@ -11,6 +11,7 @@ Imports `numpy`, `eager`, `autograph` and the rest of `tracing`.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -21,7 +22,10 @@ import numpy as np
 
 import eager as ek
 
+from autograph import to_code
+
 from .function import function
+from .save import load, save
 from .timing import Progress, SpeedRow, measure, speed_table
 
 
@@ -59,7 +63,6 @@ def collatz_steps(n):
 
 
 def _user_module(directory: str):
-    import importlib.util
     path = os.path.join(directory, "graphjit_demo_code.py")
     with open(path, "w", encoding="utf-8") as f:
         f.write(USER_CODE)
@@ -177,7 +180,6 @@ def _tour(t: "_Tour", user, workdir: str) -> None:
 
     t.step("AutoGraph", "Python `if`/`while` on tensors become graph control flow (cond / while_loop). "
            "autograph.to_code shows the converted source:")
-    from autograph import to_code
     src = USER_CODE[USER_CODE.index("def collatz_steps"):]
     t.say(textwrap.indent(src.rstrip(), "  "))
     t.say("  converted:")
@@ -189,7 +191,6 @@ def _tour(t: "_Tour", user, workdir: str) -> None:
 
     t.step("Deploy", "tracing.save writes the traced graphs and variable values as data; tracing.load runs "
            "them in a process that does not have your source.")
-    from .save import load, save
     predict = function(lambda v: dense_relu(v, w, b))
     expected = predict(x).numpy()
     path = os.path.join(workdir, "predict")

@@ -26,6 +26,9 @@ from eager.compiler_hook import register_function_compiler
 from eager.tensor_spec import TensorSpec
 from eager.gc_pause import no_cyclic_gc
 
+from autograph import convert
+from autograph.experimental import optional_features
+
 from . import explain as _explain
 from . import run_eagerly as _run_eagerly
 from .concrete import ConcreteFunction, trace_concrete
@@ -303,7 +306,6 @@ class Function:
         if not self._autograph:
             return self.python_function
         if self._converted is None:
-            from autograph import convert      # a broken install fails here, loudly
             self._converted = convert(self.python_function, self._autograph_options)
         return self._converted
 
@@ -416,7 +418,6 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
         reduce_retracing = reduce_retracing or bool(experimental_relax_shapes)
 
     if experimental_autograph_options is not None:
-        from autograph.experimental import optional_features
         optional_features(experimental_autograph_options)      # refuse a bad option now, not at the first call
 
     def decorate(f):

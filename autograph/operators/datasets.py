@@ -13,6 +13,8 @@ over an iterator, the iterator continues from where the loop stopped.
 from __future__ import annotations
 
 import eager as ek
+from eager import data
+from eager.data import staged
 
 from . import staging
 from ._tensors import _PLAIN
@@ -25,8 +27,6 @@ def staged_source(x):
     e = ek
     if e.executing_eagerly():
         return None
-    from eager import data
-    from eager.data import staged
     if isinstance(x, data.Dataset):
         stream = staged.stream_of(x)
         return stream, stream.start(), None

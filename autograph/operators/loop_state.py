@@ -38,6 +38,8 @@ import numpy as np
 
 import eager as ek
 
+from graph_runtime.control_flow.body_graph import trace
+
 from .. import errors
 from ._tensors import is_tensor, is_tensor_array
 from .variables import Undefined, is_undefined
@@ -104,7 +106,6 @@ def probe(fn, args: list):
     if ctx.is_eager:
         probe_args = [list(a) if isinstance(a, list) else a for a in args]
         return fn(probe_args), probe_args
-    from graph_runtime.control_flow.body_graph import trace
     made: list = []
 
     def make_args(graph):

@@ -10,6 +10,7 @@ constructs for the get/set functions the control-flow converter generates.
 from __future__ import annotations
 
 from .. import errors
+from ._tensors import is_symbolic
 
 
 class Undefined:
@@ -49,7 +50,6 @@ class UndefinedReturnValue:
 
 def retval(value, do_return=True):
     """The function's return value: None when no return statement ran."""
-    from ._tensors import is_symbolic
     if is_symbolic(do_return):
         raise errors.staged_return_error()
     if isinstance(value, UndefinedReturnValue) or not do_return:

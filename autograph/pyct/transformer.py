@@ -13,9 +13,11 @@ from typing import Optional
 
 import gast
 
+from . import anno
 from ..experimental import DEFAULT_FEATURES
 from .naming import Namer
 from .parsing import SourceInfo
+from .templates import name_node
 from .walk import AST_CONSTANT_SHIM, Transformer
 
 
@@ -55,7 +57,6 @@ class Base(Transformer):
         return f"{self.ctx.source.filename}:{getattr(node, 'lineno', '?')}"
 
     def ag(self, attr: str) -> gast.Attribute:
-        from .templates import name_node
         return gast.Attribute(value=name_node(self.ctx.ag_name), attr=attr, ctx=gast.Load())
 
     def transform(self, fn_node: gast.AST) -> gast.AST:
@@ -82,7 +83,6 @@ class Base(Transformer):
         return node
 
     def visit_FunctionDef(self, node):
-        from . import anno
         if anno.get(node, anno.Key.GENERATED):
             return self.generic_visit(node)
         return self._nested(node)

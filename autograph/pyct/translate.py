@@ -52,7 +52,7 @@ def _fast_path_problem() -> str:
     low, high = FAST_GAST_VERSIONS
     if not low <= version < high:
         return f"gast {'.'.join(map(str, version))} is outside the checked versions [{low}, {high})"
-    try:
+    try:      # gast.ast3 is gast's internal module: present only in the checked gast versions
         from gast import ast3
     except ImportError as e:
         return f"gast.ast3 is missing ({e})"

@@ -18,6 +18,8 @@ Imports `eager` and siblings.
 from __future__ import annotations
 
 from eager.backprop import backprop
+from eager.errors import UnimplementedError
+from eager.ops.array import zeros_like
 
 from ..residuals import merge, requests_of
 from .body_graph import BodyGraph, paused_tapes
@@ -41,7 +43,6 @@ def build_vjp(body, targets: list, wrt_idx: list, name: str):
 
 def finish_vjp(g, grads: list, body, wrt_idx: list, keep: list) -> None:
     """Set `g.outputs`: for each k in `keep`, grads[k] or zeros like the forward input."""
-    from eager.ops.array import zeros_like
     outs = []
     with paused_tapes(), g.as_default():
         for k in keep:
@@ -99,7 +100,6 @@ def saved_positions(variant_names, wanted_names, op_name: str) -> list:
 
 def dys_for(op, dys, idx):
     """`dys[i]` for i in `idx`, zeros like the op's output where missing."""
-    from eager.ops.array import zeros_like
     return [dys[i] if dys[i] is not None else zeros_like(op.outputs[i]) for i in idx]
 
 
@@ -124,7 +124,6 @@ def forward_op(variant):
                 outer = src
                 break
         if outer is None or outer is t:
-            from eager.errors import UnimplementedError
             raise UnimplementedError(f"cannot find the control-flow op behind the saved values {variant.name!r} "
                                      f"(reached {o.type} {o.name!r}); this gradient cannot be differentiated "
                                      f"again here")

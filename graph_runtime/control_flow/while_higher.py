@@ -35,9 +35,13 @@ import numpy as np
 
 from eager import context as _context
 from eager.backprop import backprop
+from eager.control_flow import while_loop
+from eager.convert import constant
 from eager.dispatch import execute
 from eager.dtypes import int32
 from eager.errors import InvalidArgumentError, UnimplementedError
+from eager.ops.array import zeros_like
+from eager.ops.gather import gather
 from eager.registry import Spec, op, register_gradient
 from eager.shape import TensorShape
 
@@ -50,9 +54,6 @@ from .vjp import forward_op, saved_positions
 
 def while_grad_grad(op, *dys):
     """Gradient rule of WhileGrad (see the module docstring)."""
-    from eager.control_flow import while_loop
-    from eager.ops.array import zeros_like
-    from eager.ops.gather import gather
     a = op.attrs
     variant = op.inputs[0]
     fwd = forward_op(variant)
@@ -112,7 +113,6 @@ def _here(graph, t):
 
 def call_graph(g, args: list, out_specs: list):
     """Run body graph `g` on `args` as a one-branch Case op (a differentiable call); returns its outputs."""
-    from eager.convert import constant
     attrs = {"branches": (g,), "has_default": False, "Tout": tuple(d for d, _ in out_specs),
              "output_shapes": tuple(s for _, s in out_specs)}
     outs = execute(CASE if has_effects(g) else STATELESS_CASE, (constant(0, dtype=int32), *args), attrs)
@@ -169,7 +169,6 @@ def _stacks_infer(specs, attrs):
 
 def _stacks_grad(op, *dys):
     """Cotangents of the stacked body values -> cotangents of the loop inputs and captures."""
-    from eager.ops.array import zeros_like
     fwd = forward_op(op.inputs[0])
     a = fwd.attrs
     targets, cots = [], []

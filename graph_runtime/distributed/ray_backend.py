@@ -44,7 +44,7 @@ _keep_idle = 0               # keep_idle_actors
 
 
 def ray_module():
-    try:
+    try:      # Ray is the optional [distributed] extra: imported by ray:// sessions only
         import ray
     except ImportError:
         raise ImportError("Session(target='ray://...') needs Ray: pip install 'graphjit[distributed]' "

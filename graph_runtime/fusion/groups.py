@@ -53,6 +53,7 @@ Imports `graph_runtime` core modules and sibling modules.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -278,7 +279,6 @@ def contracted_order(graph, groups: list):
     """Topological order of the graph with each group contracted: a list of ("op", op) / ("group", k)
     preferring creation order, or `(None, stuck group indices)` if the contracted graph has a cycle.
     Edges: data, control, and program order among reads and writes (`op_traits.is_ordered`)."""
-    import heapq
     gid = {id(m): k for k, g in enumerate(groups) for m in g.members}
     node_of = lambda o: ("group", gid[id(o)]) if id(o) in gid else ("op", o._id)  # noqa: E731
     preds: dict = {}

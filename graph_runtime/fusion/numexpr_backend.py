@@ -100,7 +100,7 @@ def available() -> bool:
         _reason = _problem()
         if _reason:
             _ne = False
-        else:
+        else:     # numexpr is the optional [fusion] extra: imported once _problem() found it usable
             from numexpr import necompiler
             _ne = necompiler
     return _ne is not False
@@ -113,7 +113,7 @@ def unavailable_reason() -> str:
 
 
 def _problem() -> str:
-    try:
+    try:      # numexpr is the optional [fusion] extra: everything works without it
         import numexpr
         from numexpr import necompiler
     except Exception as e:  # noqa: BLE001 - numexpr is optional; a broken install counts as missing

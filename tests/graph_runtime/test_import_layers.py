@@ -10,9 +10,9 @@ four packages (eager <- graph_runtime <- autograph <- tracing):
 - across packages, every import (module- or function-level) points down:
   `eager` imports nothing from the other three, `graph_runtime` only `eager`,
   `autograph` `eager` and `graph_runtime`;
-- `eager` has no function-level import of a project module at all; its
+- no package has a function-level import of a project module at all; the
   function-level imports of other modules (the optional extras: numexpr, ray,
-  tensorboard, grandalf; or a rarely needed part of the standard library) each carry a comment
+  tensorboard, grandalf; a version-dependent part of gast) each carry a comment
   saying why.
 
 An edge `a -> b` exists for `import b`, `from b import name` and
@@ -295,14 +295,17 @@ def test_imports_between_packages_point_down(package):
     assert not bad, f"{package} may import only {allowed}: " + "; ".join(bad)
 
 
-def test_eager_function_level_imports_are_optional_dependencies_only():
-    """No function-level import holds eager together; the optional extras are imported late, with a reason."""
+@pytest.mark.parametrize("package", PROJECT)
+def test_function_level_imports_are_optional_dependencies_only(package):
+    """No function-level import of a project module anywhere; the optional extras (numexpr, ray,
+    tensorboard, grandalf, a version-dependent part of gast) are imported late, each with a comment
+    saying why."""
     bad = []
-    for name, (path, _is_pkg) in sorted(_modules("eager").items()):
+    for name, (path, _is_pkg) in sorted(_modules(package).items()):
         for line, imported, in_fn, comment in _all_imports(path):
             if not in_fn:
                 continue
-            if _package_of(imported, "eager") is not None:
+            if _package_of(imported, package) is not None:
                 if not any(m == name and imported.lstrip(".").endswith(t.split(".")[-1]) for m, t in ALLOWED_UPWARD):
                     bad.append(f"{path}:{line} imports {imported} inside a function")
             elif not comment:

@@ -33,10 +33,12 @@ import numpy as np
 
 import eager as ek
 from eager import context as _context
+from eager.dtypes import DType
 from eager.shape import TensorShape
 from graph_runtime.attr_codecs import DecodeContext, decode_attr
 from graph_runtime.graph_def import check_header
 from graph_runtime.graph_import import import_graph_def
+from graph_runtime.operation import attr_subgraphs
 
 from ..concrete import ConcreteFunction, FuncGraph, _compile
 from ..retrace_log import PhaseTimes
@@ -227,8 +229,8 @@ def _load_concrete(path, name, i, rec, variables, m, arg_names, defaults):
     nodes_before = len(graph.get_operations())
     phases = PhaseTimes()
     phases.add("import", time.perf_counter() - t_start)
-    plan, nodes_after = _compile(graph, inputs, outputs, targets, phases=phases)
-    cf = ConcreteFunction(name, graph, inputs, specs, sig, outputs, structured, template, plan, nodes_before,
+    executable, nodes_after = _compile(graph, inputs, outputs, targets, phases=phases)
+    cf = ConcreteFunction(name, graph, inputs, specs, sig, outputs, structured, template, executable, nodes_before,
                           nodes_after, None)
     cf.phases = phases
     return RestoredConcrete(cf, call, gd, variables, list(out_names), list(in_names))
@@ -243,8 +245,6 @@ def _check_imported(graph, variables: dict, where: str) -> None:
 
     (Attr names were checked by `import_graph_def` against each op's declared attrs.)
     """
-    from eager.dtypes import DType
-    from graph_runtime.operation import attr_subgraphs
     restored = {id(v) for v in variables.values()}
     work = [graph]
     while work:

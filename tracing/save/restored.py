@@ -31,6 +31,10 @@ from eager.tensor import Tensor
 
 from eager.tensor_spec import TensorSpec
 
+from graph_runtime.graph_import import import_graph_def
+
+from ..call_op import call_recorded
+
 
 
 class SavedInput:
@@ -148,12 +152,10 @@ class RestoredFunction:
             return self._call_in_graph(rc, slots)
         cf = rc.cf
         if _tape_state.any_recording():
-            from ..call_op import call_recorded
             return cf._pack(call_recorded(cf, [ek.convert_to_tensor(x) for x in slots]))
         return cf._run([x._value if isinstance(x, Tensor) else np.asarray(x) for x in slots])
 
     def _call_in_graph(self, rc, slots):
-        from graph_runtime.graph_import import import_graph_def
         graph = _context.current()
         input_map = dict(rc.variables)
         for name, x in zip(rc.input_names, slots):

@@ -40,6 +40,7 @@ from ..function import Function
 from ..trace_type import component_specs, tracing_type
 from eager.tensor_spec import TensorSpec
 from . import format as fmt
+from .checkpoint import variable_paths
 
 
 
@@ -288,7 +289,6 @@ def save(obj, path: str) -> str:
         manifest_functions[name] = {"arg_names": arg_names, "defaults": defaults, "concrete_functions": entries}
     paths = {}
     if isinstance(obj, Module):                     # attribute paths, so module checkpoints restore into loads
-        from .checkpoint import variable_paths
         paths = {id(v): p for p, v in variable_paths(obj).items()}
     var_records, arrays = [], {}
     for i, (key, var) in enumerate(table.variables.items()):
