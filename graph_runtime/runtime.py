@@ -24,21 +24,25 @@ Runtimes register by target scheme: `register_runtime("", LocalRuntime)`
 (graph_runtime/distributed).  Another cluster engine is one module that
 subclasses `Runtime` and registers its scheme.
 
-An `Executable` is the one type for a prepared run, whatever the runtime:
-call it with the feed values (in the request's feed order); the direct
-function's errors are mapped to the failing op and the user's line
-(`plan.map_error`), and the result has the structure the user fetched.
+An `Executable` is the one type for a prepared run, whatever the runtime,
+and also outside Sessions (a traced function's plan, a tape-recorded call's
+forward and gradients: `request_for` makes their requests): call it with the
+feed values (in the request's feed order); the direct function's errors are
+mapped to the failing op and the user's line (`plan.map_error`), and the
+result has the structure the user fetched.
 
-Imports `eager.errors` and sibling modules.
+Imports `eager.errors` and sibling modules (`fetches`, `plan`).
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from eager.errors import UnimplementedError
 
 from .fetches import resolve_feeds, resolve_fetches
+from .plan import ReturnItem
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,11 @@ class Request:
     container: str                # the form of the flat result: "single", "list" or "tuple"
     packer: Optional[Callable]    # rebuilds a nested fetch structure from the "tuple" (None: none to rebuild)
 
+    @property
+    def fetches(self) -> list:
+        """The fetched graph tensors, in result order."""
+        return [r.tensor for r in self.returns if r.kind == "value"]
+
 
 def make_request(graph, fetches, feed_keys) -> Request:
     """Resolve `fetches` (any nesting of tensors, ops, names, variables) and feed keys of `graph`."""
@@ -61,36 +70,93 @@ def make_request(graph, fetches, feed_keys) -> Request:
 
 
 class Executable:
-    """A prepared (fetches, feeds): `executable(values, options=None, run_metadata=None)` runs it once.
+    """A prepared run of a graph: prepare once, call, errors mapped to the op that failed and its line.
 
-    `plan` is what the runtime runs (a compiled `Plan` or `MultiDevicePlan`
-    in this process, a `TaskPlan` on a Ray cluster); `fn` its direct
-    function (None when every run goes through `runtime.executor`).
+    The one type for it, whatever asks: a Session (its runtime's `prepare`), a traced function
+    (tracing/concrete.py) or a tape-recorded call and its gradients (tracing/call_op.py).
+
+    - `executable(values, options=None, run_metadata=None)`: one run on the feed values (in the
+      request's feed order); options and run metadata go through `runtime` (a Session's);
+    - `executable.call(*values)`: the direct path, what hot callers use (no options);
+    - `map_error(exc)`: `exc`, raised by the generated code, re-raised naming the op and where the
+      user created it (`plan.map_error`).
+
+    `plan` is what runs (a compiled `Plan` or `MultiDevicePlan` in this process, a `TaskPlan` on a Ray
+    cluster); `fn` its direct function (None when every run goes through `runtime.executor`).  With
+    `make` instead of a plan, the plan is made by `make()` on first use (under a lock: once), so an
+    executable that is only derived from (a gradient's forward) never compiles.  `derived` holds what
+    callers build from it once, by key (a traced call's gradient executable).
     """
 
-    __slots__ = ("runtime", "request", "plan", "fn", "packer", "report")
+    __slots__ = ("runtime", "request", "fn", "packer", "report", "derived", "_plan", "_make")
 
-    def __init__(self, runtime, request: Request, plan, direct: bool, report=None):
-        self.runtime = runtime
+    def __init__(self, runtime, request: Request, plan=None, direct: bool = True, report=None, make=None):
+        self.runtime = runtime        # None: a run without a Session (no options, no run metadata)
         self.request = request
-        self.plan = plan
-        self.fn = plan.fn if direct else None
         self.packer = request.packer
         self.report = report          # the optimizer's report (Session.last_optimization_report)
+        self.derived: dict = {}
+        self._make = make
+        self._plan = plan
+        if plan is not None:
+            self.fn = plan.fn if direct else None
+        else:
+            self.fn = self._first_call
+
+    @property
+    def plan(self):
+        plan = self._plan
+        if plan is None:
+            with _prepare_lock:
+                if self._plan is None:
+                    plan = self._make()
+                    self.report = plan.optimization_report
+                    self._plan, self._make = plan, None
+                    self.fn = plan.fn
+            plan = self._plan
+        return plan
+
+    def _first_call(self, *values):
+        return self.plan.fn(*values)
+
+    def map_error(self, exc: BaseException) -> BaseException:
+        plan = self._plan
+        return exc if plan is None else plan.map_error(exc)
+
+    def call(self, *values):
+        """One run on the feed values, the direct way (a traced function's call, a gradient's kernel)."""
+        try:
+            return self.fn(*values)
+        except Exception as e:
+            raise self.map_error(e) from None
 
     def __call__(self, values, options=None, run_metadata=None):
         fn = self.fn
-        run = None if fn is not None and options is None else self.runtime.executor(self, options, run_metadata)
+        run = None
+        if fn is None or options is not None:
+            if self.runtime is None:
+                raise ValueError("RunOptions and RunMetadata need a Session: this run is not a Session's")
+            run = self.runtime.executor(self, options, run_metadata)
         if run is None:
             try:
                 out = fn(*values)
             except Exception as e:
-                raise self.plan.map_error(e) from None
+                raise self.map_error(e) from None
         else:
             out = run(values)
         if options is not None and run_metadata is not None:
             self.runtime.after_run(self, options, run_metadata)
         return out if self.packer is None else self.packer(out)
+
+
+_prepare_lock = threading.RLock()     # plans made on first use are made once (a nested one may be made inside)
+
+
+def request_for(graph, feeds, fetches, targets=()) -> Request:
+    """The request for graph tensors `fetches` from graph tensors `feeds` and ops `targets` of `graph`,
+    as the library asks it (no names, no nesting: the result is a tuple of the fetches' values)."""
+    return Request(graph, tuple(feeds), tuple(ReturnItem("value", t) for t in fetches), tuple(targets), "tuple",
+                   None)
 
 
 class Runtime:

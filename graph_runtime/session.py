@@ -108,7 +108,7 @@ class Session:
         try:      # `Executable.__call__`'s direct path, inlined: the run costs one Python call less
             out = fn(*vals)
         except Exception as e:
-            raise executable.plan.map_error(e) from None
+            raise executable.map_error(e) from None
         return out if executable.packer is None else executable.packer(out)
 
     def make_callable(self, fetches, feed_list=None, accept_options: bool = False):
@@ -116,7 +116,7 @@ class Session:
         self._check_open()
         feed_list = list(feed_list or [])
         executable = self._prepare(fetches, feed_list, None)
-        fn, plan, packer, n = executable.fn, executable.plan, executable.packer, len(feed_list)
+        fn, packer, n = executable.fn, executable.packer, len(feed_list)
         sess = self
 
         def call(*feed_values, options=None, run_metadata=None):
@@ -130,7 +130,7 @@ class Session:
             try:      # as in `run`: the direct path inlined
                 out = fn(*feed_values)
             except Exception as e:
-                raise plan.map_error(e) from None
+                raise executable.map_error(e) from None
             return out if packer is None else packer(out)
 
         return call

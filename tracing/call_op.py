@@ -18,23 +18,20 @@ differentiated `while_loop` happens once, and the backward does no forward
 work.  When the backward would still have to run a forward op with effects
 (a control edge to it), the call falls back to recomputing.
 
-Recomputing (`CallPlan.backward`, and every order above the first): a
-backward plan from the call's inputs and the outputs' cotangents, built once
+Recomputing (`backward`, and every order above the first): a
+backward executable from the call's inputs and the outputs' cotangents, built once
 per concrete function with `graph_runtime.gradients` on a copy of the traced
-graph.
-The backward op `PartitionedCallGrad` is differentiable the same way (its
-plan's own `backward()`), so nested tapes around a call give second and
+graph.  Every plan here is a `graph_runtime.runtime.Executable` (`call_executable`).
+The backward op `PartitionedCallGrad` is differentiable the same way (the
+`backward` of its executable), so nested tapes around a call give second and
 higher derivatives, as differentiable as the traced graph's gradient ops.
 
 Imports `eager` and `graph_runtime` (gradients, the pipeline, `compiler.prune`,
-the control-flow VARIANT dtype).
+the control-flow VARIANT dtype, `runtime.Executable`).
 """
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
 import eager as ek
@@ -48,51 +45,35 @@ from graph_runtime.op_traits import run_targets, var_of, written_vars
 from graph_runtime.passes import copy_graph
 from graph_runtime.pipeline import DEFAULT_CONFIG, prepare
 from graph_runtime.residuals import requests_of
+from graph_runtime.runtime import Executable, request_for
 
 _lock = threading.RLock()
 
 
-@dataclass(eq=False)
-class CallPlan:
-    """A plan of `graph` from `xs` to `ys` (`fn`, compiled on first use), and (built on demand) the plan
-    of its gradient.
+def call_executable(graph, xs: list, ys: list, targets=(), residual_specs=None) -> Executable:
+    """The executable of `graph` from `xs` to `ys` (running `targets` too), compiled on first use (a call
+    that only needs its `backward` never compiles it).  `residual_specs`: fetched variant name -> save
+    spec (graph_runtime/residuals.py)."""
+    return Executable(None, request_for(graph, xs, ys, targets),
+                      make=lambda: prepare(graph, list(xs), list(ys), list(targets), DEFAULT_CONFIG,
+                                           check_feeds=False, residual_specs=residual_specs or {}))
 
-    `backward()` adds the gradient ops to a copy of `graph` once (placeholders
-    for the cotangents of `ys`, then `graph_runtime.gradients`; `graph` itself
-    never changes) and returns the plan from `xs + cotangents` to the
-    gradients of `xs` (zeros where unconnected), which recomputes the forward.
-    That plan is a `CallPlan` too, so gradients of gradients go one level
-    deeper each time, with no fixed limit.
-    """
 
-    graph: Any
-    xs: list
-    ys: list
-    targets: list = field(default_factory=list)
-    residual_specs: dict = field(default_factory=dict)     # fetched variant name -> save spec (residuals.py)
-
-    def __post_init__(self):
-        self._fn = None
-        self._backward = None
-
-    @property
-    def fn(self):
-        """The compiled plan (a call that only needs `backward()` never compiles the forward)."""
-        if self._fn is None:
-            with _lock:
-                if self._fn is None:
-                    self._fn = prepare(self.graph, list(self.xs), list(self.ys), list(self.targets),
-                                       DEFAULT_CONFIG, check_feeds=False, residual_specs=self.residual_specs)
-        return self._fn
-
-    def backward(self) -> "CallPlan":
-        with _lock:
-            if self._backward is None:
-                g = copy_graph(self.graph)          # the traced graph itself is never changed
-                xs, ys = _same_in(g, self.xs), _same_in(g, self.ys)
-                dys, grads = gradient_graph(g, xs, ys)
-                self._backward = CallPlan(g, xs + dys, grads)
-            return self._backward
+def backward(executable: Executable) -> Executable:
+    """The executable of `executable`'s gradient, made once: the gradient ops are added to a copy of its
+    graph (placeholders for the cotangents of its fetches, then `graph_runtime.gradients`; the graph
+    itself never changes), and it runs from `xs + cotangents` to the gradients of `xs` (zeros where
+    unconnected), recomputing the forward.  Its own `backward` goes one level deeper, with no fixed
+    limit, so gradients of gradients work."""
+    with _lock:
+        grad = executable.derived.get("backward")
+        if grad is None:
+            req = executable.request
+            g = copy_graph(req.graph)          # the traced graph itself is never changed
+            xs, ys = _same_in(g, req.feeds), _same_in(g, req.fetches)
+            dys, grads = gradient_graph(g, xs, ys)
+            grad = executable.derived["backward"] = call_executable(g, xs + dys, grads)
+        return grad
 
 
 def _same_in(graph, tensors) -> list:
@@ -116,19 +97,18 @@ class SavingCall:
     """The first-order gradient of a traced call without running the function twice.
 
     `build` adds the gradient ops to a copy of the traced graph (the graph itself never changes) and
-    finds the *boundary*: the forward tensors they read.  `forward` is a plan of the traced graph
+    finds the *boundary*: the forward tensors they read.  `forward` is an executable of the traced graph
     computing the outputs and the boundary values (TensorFlow's forward function that outputs the
     intermediates its backward needs; a boundary value that is a control-flow op's saved values makes
-    that op save what the gradient ops read: `residual_specs`); `backward`, a plan of the copy, takes
-    the inputs, the saved boundary values and the outputs' cotangents, so none of the forward ops runs
-    again: side effects
-    in the function (e.g. an assign inside a `while_loop` whose gradient needs the loop's saved
+    that op save what the gradient ops read: `residual_specs`); `backward`, an executable of the copy,
+    takes the inputs, the saved boundary values and the outputs' cotangents, so none of the forward ops
+    runs again: side effects in the function (e.g. an assign inside a `while_loop` whose gradient needs the loop's saved
     values) happen once per call, and the backward does no forward work.  None when the backward
     would still run a forward op with effects (a control edge to it): the call falls back to
-    recomputing (`CallPlan.backward`).
+    recomputing (`backward`).
     """
 
-    def __init__(self, forward: CallPlan, backward: CallPlan, n_outputs: int):
+    def __init__(self, forward: Executable, backward: Executable, n_outputs: int):
         self.forward, self.backward, self.n_outputs = forward, backward, n_outputs
 
     @classmethod
@@ -148,8 +128,9 @@ class SavingCall:
         if any(o._id < start and o._opdef.effect != "none" for o in prune(feeds, grads, ())):
             return None
         specs = {t.name: requests_of(t) for t in boundary if t.dtype is VARIANT}
-        forward = CallPlan(graph, xs, ys + _same_in(graph, boundary), targets, {n: s for n, s in specs.items() if s})
-        return cls(forward, CallPlan(g, feeds, grads), len(ys))
+        forward = call_executable(graph, xs, ys + _same_in(graph, boundary), targets,
+                                  {n: s for n, s in specs.items() if s})
+        return cls(forward, call_executable(g, feeds, grads), len(ys))
 
 
 class TapeCallInfo:
@@ -168,9 +149,10 @@ class TapeCallInfo:
         self.reads = reads
         self.variables = [var_of(r.op) for r in reads]
         xs, ys, targets = list(cf.inputs) + reads, list(cf.outputs), _targets(cf)
-        self.call = CallPlan(cf.graph, xs, ys, targets)
+        self.call = call_executable(cf.graph, xs, ys, targets)
         self.saving = SavingCall.build(cf.graph, xs, ys, targets)
-        self.forward = self.call.fn if self.saving is None else self.saving.forward.fn
+        self.forward = self.call if self.saving is None else self.saving.forward
+        _ = self.forward.plan       # compiled now, not inside the call op's kernel on its first run
 
 
 def _targets(cf):
@@ -178,7 +160,7 @@ def _targets(cf):
 
 
 def _call_kernel(*arrays, info):
-    values = info.forward(*arrays)
+    values = info.forward.call(*arrays)
     saving = info.saving
     if saving is None:
         return values
@@ -206,26 +188,26 @@ def _grad_call(entry, *dys):
 
 
 def _saved_grad_kernel(*arrays, info):
-    k = len(info.call.xs)
-    return info.saving.backward.fn(*arrays[:k], *arrays[k][()], *arrays[k + 1:])
+    k = len(info.call.request.feeds)
+    return info.saving.backward.call(*arrays[:k], *arrays[k][()], *arrays[k + 1:])
 
 
 def _infer_saved_grad(specs, attrs):
-    return [Spec(t.shape.dims, t.dtype) for t in attrs["info"].saving.backward.ys]
+    return [Spec(t.shape.dims, t.dtype) for t in attrs["info"].saving.backward.request.fetches]
 
 
 def _grad_saved_grad(entry, *ddys):
-    """Second order: the same math as the recomputing backward (`CallPlan.backward`), differentiated."""
+    """Second order: the same math as the recomputing backward (`backward`), differentiated."""
     info = entry.get_attr("info")
-    k = len(info.call.xs)
+    k = len(info.call.request.feeds)
     inputs = list(entry.inputs[:k]) + list(entry.inputs[k + 1:])          # without the saved values
-    g2 = _backward(CALL_GRAD, inputs, entry.outputs, ddys, {"plan": info.call.backward().backward()})
+    g2 = _backward(CALL_GRAD, inputs, entry.outputs, ddys, {"plan": backward(backward(info.call))})
     return _floats_only(g2[:k] + [None] + g2[k:], entry.inputs)
 
 
-def _grad_of(plan: CallPlan, entry, dys) -> list:
-    """Gradient rule shared by PartitionedCall and PartitionedCallGrad: one more level of CallPlan."""
-    return _floats_only(_backward(CALL_GRAD, entry.inputs, entry.outputs, dys, {"plan": plan.backward()}),
+def _grad_of(executable: Executable, entry, dys) -> list:
+    """Gradient rule shared by PartitionedCall and PartitionedCallGrad: one more level of `backward`."""
+    return _floats_only(_backward(CALL_GRAD, entry.inputs, entry.outputs, dys, {"plan": backward(executable)}),
                         entry.inputs)
 
 
@@ -242,11 +224,11 @@ def _floats_only(grads, inputs) -> list:
 
 
 def _grad_kernel(*arrays, plan):
-    return plan.fn(*arrays)
+    return plan.call(*arrays)
 
 
 def _infer_grad(specs, attrs):
-    return [Spec(t.shape.dims, t.dtype) for t in attrs["plan"].ys]
+    return [Spec(t.shape.dims, t.dtype) for t in attrs["plan"].request.fetches]
 
 
 def _grad_grad(entry, *dys):
@@ -257,7 +239,7 @@ CALL = op("PartitionedCall", _call_kernel, _infer_call, _grad_call, num_outputs=
           doc="A traced function called as one op (used when a gradient tape records the call).")
 CALL_GRAD = op("PartitionedCallGrad", _grad_kernel, _infer_grad, _grad_grad, num_outputs=-1, effect="write",
                doc="Backward pass of PartitionedCall (or of another PartitionedCallGrad): input gradients "
-                   "from output gradients; differentiable again (attr plan: a CallPlan).")
+                   "from output gradients; differentiable again (attr plan: its `Executable`).")
 CALL_SAVED_GRAD = op("PartitionedCallSavedGrad", _saved_grad_kernel, _infer_saved_grad, _grad_saved_grad,
                      num_outputs=-1, effect="write",
                      doc="Backward pass of PartitionedCall from the values its forward saved (inputs: the call's "

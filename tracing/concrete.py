@@ -9,8 +9,10 @@ placeholder per tensor, fed from the argument at every call.  Stateful ops are k
 targets so they run on every call, in creation (program) order.  Variables
 created while tracing are initialized right away ("lifted"): their initial
 value is computed from the trace graph, and those initializer ops are not
-replayed.  The graph is then optimized and compiled to a plan that takes the
-flat list of argument arrays and returns the flat list of output arrays.
+replayed.  The graph is then optimized and compiled to an `Executable`
+(graph_runtime/runtime.py, what Sessions run too) that takes the flat list of
+argument arrays and returns the flat tuple of output arrays, naming the op and
+the user's line when a kernel fails.
 Every output leaf but None becomes a tensor (a Python `2` is returned as an
 int32 scalar tensor, as TensorFlow does); the structure (lists, tuples, dicts,
 namedtuples) is kept.
@@ -33,10 +35,13 @@ from graph_runtime import placeholder
 
 from .inline import inline as _inline
 from graph_runtime.pipeline import prepare
+from graph_runtime.runtime import Executable, request_for
 
+from .call_op import call_recorded
 from .func_graph import FuncGraph, inline_only_plan
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
+from .signature import describe
 from .trace_type import component_arrays, component_specs, component_tensors, placeholder_value, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
@@ -56,7 +61,7 @@ class ConcreteFunction:
     """A traced graph with fixed input specs; callable with tensors of those specs."""
 
     def __init__(self, name, graph, inputs, input_specs, structured_input_signature, outputs,
-                 structured_outputs, output_template, plan, nodes_before, nodes_after, python_function=None):
+                 structured_outputs, output_template, executable, nodes_before, nodes_after, python_function=None):
         self._name = name
         self.graph = graph
         self.inputs = inputs                  # placeholders, in flat argument order
@@ -65,7 +70,7 @@ class ConcreteFunction:
         self.outputs = outputs                # fetched graph tensors
         self.structured_outputs = structured_outputs
         self._output_template = output_template
-        self._plan = plan
+        self._executable = executable         # of the traced graph: argument arrays -> output arrays
         self._single = (len(output_template) == 1 and output_template[0][0] == "t"
                         and not ek.nest.is_nested(structured_outputs))
         self.nodes_before = nodes_before
@@ -99,7 +104,6 @@ class ConcreteFunction:
         return self._run(arrays)
 
     def _call_recorded(self, args, kwargs):
-        from .call_op import call_recorded
         inputs = []
         for x in _flat_call(args, kwargs):
             if _is_tensor_leaf(x):
@@ -115,8 +119,13 @@ class ConcreteFunction:
         out = [tensors[ref] if kind == "t" else ref for kind, ref in self._output_template]
         return ek.nest.pack_sequence_as(self.structured_outputs, out)
 
+    @property
+    def _plan(self):
+        """The compiled plan (its steps and generated source, for tests and benchmarks)."""
+        return self._executable.plan
+
     def _run(self, arrays):
-        results = self._plan(*arrays)
+        results = self._executable.call(*arrays)
         if self._single:
             return Tensor(results[0])
         # template entries: ("t", fetch index) or ("c", a Python value returned as is)
@@ -139,7 +148,6 @@ class ConcreteFunction:
                     raise TypeError(f"{self._name}: argument {t.dtype.name}{t.shape} is not compatible with "
                                     f"{spec!r}")
         if _tape_state.any_recording():     # differentiable, as a call through the Function is
-            from .call_op import call_recorded
             return self._pack(call_recorded(self, tensors))
         return self._run([t._value for t in tensors])
 
@@ -300,7 +308,6 @@ def _output_to_tensor(name, result, index, leaf):
 
 def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     """Trace `function` for this call; returns (ConcreteFunction, created_variables)."""
-    from .signature import describe
     name = function._name
     leaves = _flat_call(args, kwargs)
     tensor_leaves = [x for x in leaves if _is_tensor_leaf(x)]
@@ -360,14 +367,14 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
     nodes_before = len(graph.get_operations())
     phases.add("trace", time.perf_counter() - t_start - phases.phases.get("autograph", 0.0))
     captured = [ph for _, ph in graph.captures]       # tensors of a graph being built (func_graph.py)
-    plan, nodes_after = _compile(graph, placeholders + captured, fetches, targets, phases=phases)
-    if captured:
-        plan = inline_only_plan(name, graph.captures)
+    executable, nodes_after = _compile(graph, placeholders + captured, fetches, targets, phases=phases)
+    if captured:        # only inlined into that graph: making its plan (so calling it) raises, saying why
+        executable = Executable(None, executable.request, make=inline_only_plan(name, graph.captures))
     cf = ConcreteFunction(
         name, graph, placeholders, input_specs,
         [f"{p}: {s.short()}" for p, s in zip(tensor_paths, tensor_specs)] +
         [f"{i.path}: {i.describe()}" for i in infos if i.kind != "tensor"],
-        fetches, result, template, plan, nodes_before, nodes_after, function.python_function)
+        fetches, result, template, executable, nodes_before, nodes_after, function.python_function)
     cf.phases = phases
     cf._components = len(input_specs) > len(tensor_specs)
     cf._accept_key = _make_acceptor(leaves, tensor_specs)
@@ -395,11 +402,13 @@ def _traced_value(x, paths, used, placeholders, input_specs):
 
 
 def _compile(graph, feeds, fetches, targets, config=None, phases=None):
-    """Through the pipeline `Session` uses (`prepare`); returns (plan, node count after optimization)."""
+    """Through the pipeline `Session` uses (`prepare`); returns (`Executable`, node count after
+    optimization)."""
     timings: dict = {}
     plan = prepare(graph, feeds, fetches, targets, config, check_feeds=False, timings=timings)
     report = plan.optimization_report
     if phases is not None:
         phases.add_report(report, timings["optimize"])
         phases.add("compile", timings["compile"])
-    return plan, report.nodes_after if report is not None else len(graph.get_operations())
+    executable = Executable(None, request_for(graph, feeds, fetches, targets), plan, report=report)
+    return executable, report.nodes_after if report is not None else len(graph.get_operations())
