@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from eager.errors import UnavailableError
 
@@ -130,16 +131,38 @@ def start_tasks(ray, tasks) -> list:
 
 
 def stop_tasks(ray, actors, wait_s: float = 10.0) -> None:
-    """Kill `actors` and wait (up to `wait_s`) until they are gone: `ray.kill` only starts the kill."""
-    probes = []
+    """Kill `actors` and wait (up to `wait_s`) until they are gone: `ray.kill` only starts the kill.
+
+    Gone means a ping fails: a ping sent just after the kill can still be answered by the actor (the kill
+    travels through Ray's control store, the ping straight to the actor), so an answered ping is sent again.
+    """
+    alive = []
     for actor in actors:
         try:
             ray.kill(actor, no_restart=True)
-            probes.append(actor.ping.remote())
+            alive.append(actor)
         except Exception:       # noqa: BLE001 - already gone
             pass
-    if probes:
-        ray.wait(probes, num_returns=len(probes), timeout=wait_s)
+    deadline = time.monotonic() + wait_s
+    while alive and time.monotonic() < deadline:
+        probes = {}
+        for actor in alive:
+            try:
+                probes[actor.ping.remote()] = actor
+            except Exception:       # noqa: BLE001 - a handle Ray no longer serves: gone
+                pass
+        if not probes:
+            break
+        done, pending = ray.wait(list(probes), num_returns=len(probes), timeout=max(0.0, deadline - time.monotonic()))
+        alive = [probes[r] for r in pending]
+        for r in done:
+            try:
+                ray.get(r)
+            except Exception:       # noqa: BLE001 - the ping failed: the actor is gone
+                continue
+            alive.append(probes[r])     # answered before the kill landed
+        if alive:
+            time.sleep(0.02)
 
 
 def stop_all(ray, actors: dict) -> None:
