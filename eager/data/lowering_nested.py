@@ -35,8 +35,8 @@ def check_traceable(node, what):
 class _Slot:
     """One (has an inner dataset, input element, inner stream state) group inside a flat state list."""
 
-    def __init__(self, node, up_spec, inner_invariants):
-        self.node, self.up_spec = node, up_spec
+    def __init__(self, node, up_spec, inner_invariants, lower):
+        self.node, self.up_spec, self.lower = node, up_spec, lower
         self.n_e = len(flat(up_spec))
         self.invariants = [SCALAR] + spec_shapes(up_spec) + list(inner_invariants)
 
@@ -44,8 +44,7 @@ class _Slot:
         return len(self.invariants)
 
     def inner(self, element):
-        from .lowering_streams import lower      # the table lowers the inner dataset's nodes too
-        return lower(self.node.make(element))
+        return self.lower(self.node.make(element))
 
     def closed(self):
         """A slot without an inner dataset (its state: an inner stream over a zeros element, never read)."""
@@ -75,16 +74,17 @@ def _until_element(stream, state, body):
 
 
 class _Nested(Stream):
-    """A stream over an input whose elements each open an inner dataset (`slot` describes one)."""
+    """A stream over an input whose elements each open an inner dataset (`slot` describes one).  `lower`
+    (lowering_streams.lower, which imports this module) makes the inner datasets' streams."""
 
     what = ""
 
-    def __init__(self, node, up):
+    def __init__(self, node, up, lower):
         check_traceable(node, self.what)
         super().__init__(node.spec)
         self.node, self.up = node, up
         self.k = len(up.invariants())
-        self.slot = _Slot(node, node.inputs[0].spec, _probe_invariants(node))
+        self.slot = _Slot(node, node.inputs[0].spec, lower(node.probe).invariants(), lower)
 
 
 class FlatMapStream(_Nested):
@@ -116,19 +116,14 @@ class FlatMapStream(_Nested):
         return _until_element(self, state, body)
 
 
-def _probe_invariants(node):
-    from .lowering_streams import lower
-    return lower(node.probe).invariants()
-
-
 class InterleaveStream(_Nested):
     """State: the input's state, end of input, the cycle position, elements taken from the current slot,
     open slots, then `cycle_length` slots."""
 
     what = "interleave"
 
-    def __init__(self, node, up):
-        super().__init__(node, up)
+    def __init__(self, node, up, lower):
+        super().__init__(node, up, lower)
         self.cycle = node.cycle
 
     def init(self, key):
