@@ -10,7 +10,7 @@ constructs for the get/set functions the control-flow converter generates.
 from __future__ import annotations
 
 from .. import errors
-from ._tensors import is_symbolic
+from . import _tensors
 
 
 class Undefined:
@@ -50,7 +50,7 @@ class UndefinedReturnValue:
 
 def retval(value, do_return=True):
     """The function's return value: None when no return statement ran."""
-    if is_symbolic(do_return):
+    if _tensors.is_symbolic(do_return):     # looked up per call: tests simulate staging by patching it
         raise errors.staged_return_error()
     if isinstance(value, UndefinedReturnValue) or not do_return:
         return None
