@@ -15,7 +15,10 @@ NumPy of each workload (benchmarks/workloads.py, cnn_workload.py).
 - `(tanh(2x+1)(2x+1)-x)^2+3` on 2M float32 and the 50-op chain on 4x4,
   `@function`.
 
-Run: `python -m benchmarks.bench_summary [--quick] [--rounds N] [--only cnn,mlp,rnn,chains]`.
+Also printed: the `eager.parallel` threshold table (a memory-bound kernel, the
+2x2 max-pool gradient, split over the cores against serial, by size).
+
+Run: `python -m benchmarks.bench_summary [--quick] [--rounds N] [--only cnn,mlp,rnn,chains,threshold]`.
 """
 from __future__ import annotations
 
@@ -135,10 +138,46 @@ def fmt(rows_) -> str:
     return "\n".join(lines)
 
 
+def threshold_rows(rounds=9):
+    """A 2x2/2 max-pool gradient (memory-bound) serial vs split over the cores, by input size."""
+    from eager import parallel
+    from eager.dispatch import execute
+    from eager.ops import nn_pool
+    attrs = {"ksize": (2, 2), "strides": (2, 2), "padding": "VALID"}
+    out = []
+    for batch in (1, 2, 4, 8, 16, 64):
+        x = np.random.default_rng(0).standard_normal((batch, 28, 28, 16)).astype(np.float32)
+        y = execute(nn_pool.MAX_POOL, (ek.constant(x),), attrs).numpy()
+        dy = np.ones_like(y)
+        saved = parallel.MIN_BYTES
+
+        def run():
+            return nn_pool._max_pool_grad_kernel(x, y, dy, **attrs)
+
+        def serial():
+            old = parallel.set_threads(1)
+            try:
+                return run()
+            finally:
+                parallel.set_threads(old)
+        parallel.MIN_BYTES = 0
+        try:
+            tc, tb, r, lo, hi, _ = interleaved(run, serial, rounds)
+        finally:
+            parallel.MIN_BYTES = saved
+        out.append((x.nbytes, tc, tb, r, lo, hi))
+    return out
+
+
 def main(argv) -> int:
     rounds = 5 if "--quick" in argv else int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 15
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     print(fmt(rows(rounds, only)))
+    if not only or "threshold" in only:
+        print("\neager.parallel threshold: a 2x2 max-pool gradient split over the cores vs serial, by input size")
+        print("| input bytes | split | serial | ratio | min-max |\n|---|---|---|---|---|")
+        for nbytes, tc, tb, r, lo, hi in threshold_rows():
+            print(f"| {nbytes} | {tc * 1e6:.1f} us | {tb * 1e6:.1f} us | {r:.2f}x | {lo:.2f}-{hi:.2f} |")
     return 0
 
 

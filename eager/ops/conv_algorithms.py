@@ -22,14 +22,17 @@ memory stays bounded whatever the batch.  The im2col buffers and padded
 copies never leave a kernel, so they live in per-thread scratch memory
 reused from call to call (`padded`, `_scratch`): fresh multi-megabyte
 arrays on every call cost page faults (measured: about a third of an eager
-CNN step's CPU time went to the kernel zeroing new pages).  `choose(kind, ...)` estimates each
+CNN step's CPU time went to the kernel zeroing new pages).  The copies into the im2col buffer
+and col2im's scatter-adds are memory-bound: big ones run in batch parts on
+both cores (`eager.parallel.for_range`); the GEMMs between them stay on the
+calling thread, where OpenBLAS uses its own threads.  `choose(kind, ...)` estimates each
 algorithm's time from the shapes with a few constants measured once on the
 2-core development machine (single-threaded OpenBLAS, see
 benchmarks/bench_cnn.py) and caches the pick per shape.  The pick depends on
 shapes only, never on timings taken at run time, so a program gives the same
 bits on every run.  `forced(...)` overrides the pick (tests, benchmarks).
 
-Imports: numpy and `windows` (geometry helpers).
+Imports: numpy, `eager.parallel` and `windows` (geometry helpers).
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ import threading
 
 import numpy as np
 
+from .. import parallel
 from .windows import crop, padded_shape, slab, window_view
 
 ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transpose"), "filter": ("gemm", "taps")}
@@ -174,12 +178,15 @@ def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop):
     if kh == kw == 1 and view[:, :, :, 0, 0, :].flags.c_contiguous:
         return view.reshape(-1, c)                  # a 1x1 stride-1 convolution: already im2col
     buf = _scratch("cols", view.shape, xp.dtype)
-    if c == 1:     # slab by slab: contiguous runs of one element make one strided copy slow
-        for i in range(kh):
-            for j in range(kw):
-                buf[:, :, :, i, j, :] = view[:, :, :, i, j, :]
-    else:
-        np.copyto(buf, view)
+
+    def copy(lo, hi):
+        if c == 1:     # slab by slab: contiguous runs of one element make one strided copy slow
+            for i in range(kh):
+                for j in range(kw):
+                    buf[lo:hi, :, :, i, j, :] = view[lo:hi, :, :, i, j, :]
+        else:
+            np.copyto(buf[lo:hi], view[lo:hi])
+    parallel.for_range(copy, stop - start, 2 * buf.nbytes)
     return buf.reshape(-1, kh * kw * c)
 
 
@@ -226,16 +233,25 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
         for s in range(0, dy.shape[0], step):
             e = min(dy.shape[0], s + step)
             cols = (dy[s:e].reshape(-1, o) @ fm).reshape(e - s, oh, ow, kh, kw, c)
-            part = dxp[s:e]
-            for i in range(kh):
-                for j in range(kw):
-                    part[slab(i, j, strides, dilations, oh, ow)] += cols[:, :, :, i, j, :]
+            _scatter_add(dxp[s:e], cols, strides, dilations)
     else:
         dym = dy.reshape(-1, o)                     # one BLAS call per tap, not one per output row
         for i in range(kh):
             for j in range(kw):
                 dxp[slab(i, j, strides, dilations, oh, ow)] += (dym @ f[i, j].T).reshape(dy.shape[:3] + (c,))
     return crop(dxp, gh, gw)
+
+
+def _scatter_add(dxp, cols, strides, dilations):
+    """col2im: add each tap's column slab of `cols` [n, oh, ow, kh, kw, C] into the padded `dxp` [n, ...]."""
+    _, oh, ow, kh, kw, _ = cols.shape
+
+    def add(lo, hi):
+        part, src = dxp[lo:hi], cols[lo:hi]
+        for i in range(kh):
+            for j in range(kw):
+                part[slab(i, j, strides, dilations, oh, ow)] += src[:, :, :, i, j, :]
+    parallel.for_range(add, cols.shape[0], 3 * cols.nbytes)
 
 
 # ------------------------------------------------------------------ Conv2DBackpropFilter

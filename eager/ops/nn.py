@@ -61,11 +61,22 @@ def _relu_grad_kernel(dy, y):
     return np.multiply(dy, y > 0, dtype=dy.dtype)
 
 
+def _relu_grad_into(dy, y, out):
+    return np.multiply(dy, y > 0, out=out)
+
+
+def _relu_into(x, out):
+    return np.maximum(x, np.zeros((), x.dtype), out=out)
+
+
+# extra["inplace"]: the same computation writing into `out` (the memory pass reuses a dead input's buffer)
 RELU_GRAD = op("ReluGrad", _relu_grad_kernel, infer_same,
                lambda op, g: [execute(RELU_GRAD, (g, op.inputs[1]), EMPTY), None], elementwise=True,
+               extra={"inplace": _relu_grad_into},
                doc="dy * (y > 0): the gradient of Relu given its output y.")
 RELU = op("Relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), infer_same,
-          lambda op, dy: [execute(RELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True)
+          lambda op, dy: [execute(RELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True,
+          extra={"inplace": _relu_into})
 
 
 def _leaky_kernel(x, alpha):

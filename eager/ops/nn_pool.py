@@ -9,13 +9,15 @@ does.  For non-overlapping windows (ksize == strides, no padding: the common
 viewed as [N, oh, kh, ow, kw, C] blocks, compared once against the window
 maxima, ties are cut to the first maximum with one boolean op per offset, and
 values are selected through an integer view (an exact `where`: no 0 * inf).
-Windows holding NaN take the general argmax path, so both paths agree.
+Windows holding NaN take the general argmax path, so both paths agree.  Big
+tensors run in batch chunks on both cores (`eager.parallel`), forward and
+gradient.
 
 Gradient primitives close under differentiation, as in TensorFlow:
 MaxPoolGrad <-> MaxPoolGradGrad and AvgPoolGrad <-> AvgPool are adjoint
 pairs.  `orig_input_shape` is an int32 tensor so shapes may be dynamic.
 
-Imports: numpy, the eager core, `array.shape`, `windows`.
+Imports: numpy, the eager core, `eager.parallel`, `array.shape`, `windows`.
 """
 from __future__ import annotations
 
@@ -25,12 +27,14 @@ from numpy.lib.stride_tricks import as_strided
 from ..convert import convert_to_tensor
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
+from .. import parallel
 from ..registry import Spec, op
 from .array import shape as _shape
 from .windows import (check_format, check_rank4, crop, geometry, hw_arg, pad, padded_shape, padding_arg, sizes, slab,
                       static_out_hw)
 
 __all__ = ["max_pool2d", "avg_pool2d"]
+
 
 
 def _pool_geometry(x_shape, attrs, opname):
@@ -55,9 +59,14 @@ def _lowest(dtype):
 def _max_pool_kernel(x, ksize, strides, padding):
     xp, slabs, gh, gw = _pool_slabs(x, {"ksize": ksize, "strides": strides, "padding": padding}, "MaxPool",
                                     _lowest(x.dtype))
-    out = np.array(xp[slabs[0]])
-    for sl in slabs[1:]:
-        np.maximum(out, xp[sl], out=out)
+    out = np.empty((x.shape[0], gh[0], gw[0], x.shape[3]), x.dtype)
+
+    def window_max(lo, hi):
+        part = out[lo:hi]
+        np.copyto(part, xp[lo:hi][slabs[0]])
+        for sl in slabs[1:]:
+            np.maximum(part, xp[lo:hi][sl], out=part)
+    parallel.for_range(window_max, x.shape[0], x.nbytes + out.nbytes)
     return out
 
 
@@ -80,22 +89,20 @@ def _blocks(a, oh, ow, kh, kw):
     return as_strided(a, (a.shape[0], oh, kh, ow, kw, a.shape[3]), (sn, sh * kh, sh, sw * kw, sw, sc))
 
 
-def _first_max_masks(x, attrs):
-    """For non-overlapping windows without padding: ((oh, ow, kh, kw), [((i, j), mask)]), where `mask`
-    [N, oh, ow, C] marks the windows whose first maximum sits at offset (i, j).
-
-    None when the windows overlap or are padded, or when some window has no maximum (it holds NaN): the
-    caller then takes the argmax path.
-    """
+def _non_overlapping(x, attrs):
+    """(oh, ow, kh, kw) when the windows neither overlap nor are padded (ksize == strides), else None."""
     kh, kw = attrs["ksize"]
     if (kh, kw) != tuple(attrs["strides"]) or not x.size:
         return None
     gh, gw = _pool_geometry(x.shape, attrs, "MaxPoolGrad")
     if gh[1] or gh[2] or gw[1] or gw[2]:
         return None
-    oh, ow = gh[0], gw[0]
-    xb = _blocks(x, oh, ow, kh, kw)
-    offsets = _offsets((kh, kw))
+    return gh[0], gw[0], kh, kw
+
+
+def _first_max_masks(xb, offsets):
+    """[((i, j), mask)] for the [n, oh, kh, ow, kw, C] blocks `xb`: `mask` [n, oh, ow, C] marks the windows
+    whose first maximum sits at offset (i, j); None when some window has no maximum (it holds NaN)."""
     top = np.array(xb[:, :, 0, :, 0, :])
     for i, j in offsets[1:]:
         np.maximum(top, xb[:, :, i, :, j, :], out=top)
@@ -108,9 +115,7 @@ def _first_max_masks(x, attrs):
             np.greater(m, seen, out=m)              # equal to the max and no earlier offset was
             np.logical_or(seen, m, out=seen)
         masks.append(((i, j), m))
-    if not seen.all():
-        return None
-    return (oh, ow, kh, kw), masks
+    return masks if seen.all() else None
 
 
 def _bits(a):
@@ -118,17 +123,33 @@ def _bits(a):
     return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.itemsize in (1, 2, 4, 8) else None
 
 
+def _route_to_first_max(x, dy, geom):
+    """MaxPoolGrad for non-overlapping windows: dy routed to each window's first maximum, or None (NaN)."""
+    oh, ow, kh, kw = geom
+    offsets = _offsets((kh, kw))
+    dx = np.zeros(x.shape, dy.dtype) if x.shape[1] != oh * kh or x.shape[2] != ow * kw else \
+        np.empty(x.shape, dy.dtype)
+    xb, blocks, dy_bits = _blocks(x, oh, ow, kh, kw), _bits(_blocks(dx, oh, ow, kh, kw)), _bits(dy)
+    ok = []
+
+    def route(lo, hi):
+        masks = _first_max_masks(xb[lo:hi], offsets)
+        if masks is None:
+            ok.append(False)
+            return
+        for (i, j), m in masks:
+            np.multiply(m, dy_bits[lo:hi], out=blocks[lo:hi, :, i, :, j, :])
+    parallel.for_range(route, x.shape[0], 2 * (x.nbytes + dy.nbytes))
+    return None if ok else dx
+
+
 def _max_pool_grad_kernel(x, y, dy, ksize, strides, padding):
     attrs = {"ksize": ksize, "strides": strides, "padding": padding}
-    fast = _first_max_masks(x, attrs) if _bits(dy) is not None else None
-    if fast is not None:
-        (oh, ow, kh, kw), masks = fast
-        dx = np.zeros(x.shape, dy.dtype) if x.shape[1] != oh * kh or x.shape[2] != ow * kw else \
-            np.empty(x.shape, dy.dtype)
-        blocks, dy_bits = _bits(_blocks(dx, oh, ow, kh, kw)), _bits(dy)
-        for (i, j), m in masks:
-            np.multiply(m, dy_bits, out=blocks[:, :, i, :, j, :])
-        return dx
+    geom = _non_overlapping(x, attrs) if _bits(dy) is not None else None
+    if geom is not None:
+        dx = _route_to_first_max(x, dy, geom)
+        if dx is not None:
+            return dx
     arg, slabs, gh, gw = _argmax_in_window(x, attrs)
     dxp = np.zeros(padded_shape(x.shape, gh, gw), dtype=dy.dtype)
     for k, sl in enumerate(slabs):
@@ -138,9 +159,10 @@ def _max_pool_grad_kernel(x, y, dy, ksize, strides, padding):
 
 def _max_pool_grad_grad_kernel(x, y, g, ksize, strides, padding):
     attrs = {"ksize": ksize, "strides": strides, "padding": padding}
-    fast = _first_max_masks(x, attrs) if _bits(g) is not None else None
-    if fast is not None:
-        (oh, ow, kh, kw), masks = fast
+    geom = _non_overlapping(x, attrs) if _bits(g) is not None else None
+    masks = _first_max_masks(_blocks(x, *geom), _offsets(geom[2:])) if geom is not None else None
+    if masks is not None:
+        oh, ow, kh, kw = geom
         blocks = _bits(_blocks(g, oh, ow, kh, kw))
         out = np.zeros((g.shape[0], oh, ow, g.shape[3]), blocks.dtype)
         for (i, j), m in masks:             # exactly one mask holds each window: OR-ing picks its value

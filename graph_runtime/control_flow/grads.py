@@ -14,8 +14,9 @@ repeated nor redrawn.
   derivatives through cond/switch_case work.
 - `while_grad` (While): the forward op saves, per iteration, the requested body
   values (loop variables and intermediates); the `WhileGrad` op walks the
-  iterations backwards with the VJP plan, carrying the loop variables'
-  cotangents and summing the captures' cotangents.  `maximum_iterations` needs
+  iterations backwards with the VJP plan's steps inlined in one generated
+  loop (`grad_loop.py`), carrying the loop variables' cotangents and summing
+  the captures' cotangents.  `maximum_iterations` needs
   nothing special: the saved history has exactly the iterations that ran.
   `WhileGrad` also takes the forward loop's inputs (unused by its kernel) and
   optional per-iteration cotangents of body intermediates; its gradient
@@ -41,7 +42,7 @@ from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op, register_gradien
 
 from . import branch_grads  # noqa: F401 - registers the If/Case gradient rule
 from .ops import STATELESS_WHILE, WHILE
-from .plans import body_plan
+from .grad_loop import grad_loop
 from ..residuals import merge, requests_of
 from .vjp import build_vjp, dys_for, feed_spec, finish_vjp, save_entry, saved_positions
 
@@ -107,20 +108,17 @@ def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, saved=(), n_
     feeds = [(kind, i if kind == 0 else at[i]) for kind, i in feeds]
     dv, ext = rest[:n_dy], rest[n_dy:n_dy + n_extra]
     caps = rest[n_dy + n_extra:] if n_caps is None else rest[n_dy + n_extra:n_dy + n_extra + n_caps]
-    plan = body_plan(vjp, (), True, vjp_outputs)
-    fn = plan.fn
+    plan = grad_loop(vjp, feeds, n_dy, n_extra, vjp_outputs)
     # the capture cotangents computed (all, unless the `unused_outputs` pass dropped some nobody reads)
     slots = range(len(cap_index)) if vjp_outputs is None else [k - n_dy for k in vjp_outputs[n_dy:]]
-    capg = [None] * len(cap_index)
     try:
-        for t in range(n_iter - 1, -1, -1):
-            saved = history[t]
-            outs = fn(*dv, *[e[t] for e in ext], *[caps[i] if kind == 0 else saved[i] for kind, i in feeds])
-            dv = outs[:n_dy]
-            for c, gv in zip(slots, outs[n_dy:]):
-                capg[c] = gv if capg[c] is None else capg[c] + gv
+        res = plan.fn(n_iter, history, *dv, *ext, *caps)
     except Exception as e:
         raise plan.map_error(e) from None
+    dv = res[:n_dy]
+    capg = [None] * len(cap_index)
+    for c, g in zip(slots, res[n_dy:]):
+        capg[c] = g
     for c in slots:
         if capg[c] is None:
             capg[c] = np.zeros_like(caps[cap_index[c]])

@@ -17,24 +17,23 @@ Generated kernels are shared (`shared_kernel`) by all programs with the same
 signature, input shapes and options: an unrolled loop's identical groups call
 one function.
 
-Large chunked kernels may split their chunk range across threads (NumPy
-releases the GIL inside ufunc loops).  Whether that pays depends on the
+Large chunked kernels may split their chunk range across the kernel pool
+(`eager.parallel`: one thread per core, shared with the convolution and
+pooling kernels; NumPy releases the GIL inside ufunc loops).  Whether that pays depends on the
 machine (on a shared 2-vCPU VM it does not), so with `threads=None` the kernel
 autotunes: its first calls alternate between serial and threaded runs and
 the faster (median of 3) is kept.  `threads=1` never uses threads.
 
-Imports `numpy`, `eager` and sibling modules.
+Imports `numpy`, `eager` (`parallel`, `registry`) and sibling modules.
 """
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
-from eager import fp_semantics
+from eager import parallel
 from eager.registry import op
 
 from . import numexpr_backend
@@ -67,40 +66,15 @@ FUSED_ELEMENTWISE = op(
 
 
 # ------------------------------------------------------------------ threads
-_pool_lock = threading.Lock()
-_pool: list = [None, 0]
-
-
-def _get_pool(workers: int) -> ThreadPoolExecutor:
-    with _pool_lock:
-        if _pool[0] is None or _pool[1] < workers:
-            if _pool[0] is not None:
-                _pool[0].shutdown(wait=False)
-            _pool[0] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphjit-fusion")
-            _pool[1] = workers
-        return _pool[0]
-
-
 def make_threaded_runner(threads: int) -> Callable:
-    """`run(body, args, extent, step)` splitting the range into `threads` step-aligned parts."""
-    pool = _get_pool(threads - 1)
+    """`run(body, args, extent, step)` splitting the range over the kernel pool (`eager.parallel`).
 
+    The pool is the one every split kernel shares (one thread per core); `threads` > 1 only says that
+    this kernel splits.  A range already running on a pool thread, or a busy pool, runs serially.
+    """
     def run(body, args, extent, step):
-        per = -(-extent // threads)
-        per = -(-per // step) * step
-        futures = [pool.submit(_quiet, body, args, lo, min(lo + per, extent)) for lo in range(per, extent, per)]
-        try:
-            body(*args, 0, min(per, extent))
-        finally:
-            for f in futures:
-                f.result()
+        parallel.for_range(lambda lo, hi: body(*args, lo, hi), extent, extent, min_bytes=0)
     return run
-
-
-def _quiet(body, args, lo, hi):
-    """Run a chunk range in a worker thread with NumPy's warnings off (the plan's setting is per thread)."""
-    with fp_semantics.ignoring():
-        body(*args, lo, hi)
 
 
 class Autotuned:
@@ -155,11 +129,11 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
         straight = build_straight(program, shapes)
         chunked = build_chunked(program, shapes, layout_box[-1], straight)
         serial = _bind_runner(chunked, run_serial)
-        threads = opts.threads if opts.threads is not None else min(os.cpu_count() or 1, 8)
+        threads = opts.threads if opts.threads is not None else parallel.threads()
         if threads > 1 and choice.elements >= THREAD_MIN_ELEMENTS:
             threaded = _bind_runner(chunked, make_threaded_runner(threads))
             if opts.threads is None:
-                fn = Autotuned([serial, threaded], ["serial", f"{threads} threads"])
+                fn = Autotuned([serial, threaded], ["serial", f"{parallel.threads()} threads"])
             else:
                 fn = threaded
         else:

@@ -20,8 +20,10 @@ passes a dict of these fields to the pass.
 `numexpr=False` forces the NumPy backends (tests use it); `force` picks a
 strategy regardless of the cost model when that strategy can run the program
 (tests and benchmarks).  `threads=None` means
-"use up to os.cpu_count() threads for large tensors when that measures faster"
-(see kernel.py's autotuning); `threads=1` never starts threads.
+"split large tensors over the kernel pool (`eager.parallel`, one thread per
+core) when that measures faster" (see kernel.py's autotuning); `threads=1`
+never splits; a larger number always splits large tensors over that pool
+(whose size `eager.parallel.set_threads` sets).
 
 Imports nothing from the project.
 """
@@ -38,7 +40,7 @@ from typing import Optional
 class FusionOptions:
     enabled: bool = True
     numexpr: bool = True              # allowed to use numexpr for small dispatch-bound groups
-    threads: Optional[int] = None     # None: autotune up to os.cpu_count(); 1: never use threads
+    threads: Optional[int] = None     # None: autotune splitting over the kernel pool; 1: never split
     chunk_bytes: int = 128 * 1024     # bytes per chunk buffer of the cache-blocked strategy
     min_ops: int = 2                  # smallest group worth fusing (compute ops, Identity not counted)
     max_distance: int = 64            # an op joins a group only if created <= this many ops after it

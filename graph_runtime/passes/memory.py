@@ -10,14 +10,17 @@ ordinary kernel: the buffer handed to it is simply overwritten).
 
 An input buffer is reused only when all of this holds (so no other reader can
 ever see the overwrite):
-- the op's kernel *is* a NumPy ufunc (`AddV2`, `Mul`, `Tanh`, ...) and it has
+- the op's kernel *is* a NumPy ufunc (`AddV2`, `Mul`, `Tanh`, ...), or its
+  OpDef gives the same computation writing into `out`
+  (`extra["inplace"](*inputs, out=...)`: `Relu`, `ReluGrad`), and it has
   one output with a fully known static shape of at least `memory_min_bytes`
   (default 128 KiB; below that NumPy's allocator is cheaper than the check);
 - the input has the output's dtype and exact static shape (no broadcasting
   into it), and is consumed by this op only, once, and is neither preserved
   (fetched or fed) nor a graph output;
 - the input's producer allocates a fresh array on every run: a ufunc op or
-  `MatMul`/`Conv2D`/`Softmax`-style kernels -- never a `Const`, a feed, a
+  `MatMul`/`Conv2D`/`Softmax`-style kernels, the convolution and pooling
+  gradients -- never a `Const`, a feed, a
   variable read, an alias (`Identity`, `Reshape`, `Transpose` may return views).
 
 `import_graph_def` refuses an `InplaceElementwise` node (GraphDefError): a
@@ -37,7 +40,9 @@ from .core import GraphPass, PassContext, make_stats, register_pass
 from .rewriter import Rewriter, is_stateful
 
 DEFAULT_MIN_BYTES = 128 * 1024
-_FRESH = frozenset({"MatMul", "Conv2D", "Softmax", "LogSoftmax", "Sigmoid", "BiasAdd", "Relu", "InplaceElementwise"})
+_FRESH = frozenset({"MatMul", "Conv2D", "Softmax", "LogSoftmax", "Sigmoid", "BiasAdd", "Relu", "ReluGrad",
+                    "InplaceElementwise", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
+                    "AvgPool", "AvgPoolGrad"})
 _UFUNCS: dict = {}
 
 
@@ -45,7 +50,7 @@ def _ufunc_of(op_type: str):
     u = _UFUNCS.get(op_type)
     if u is None:
         od = get(op_type)
-        u = _UFUNCS[op_type] = od.kernel
+        u = _UFUNCS[op_type] = od.extra.get("inplace", od.kernel)
     return u
 
 
@@ -85,17 +90,20 @@ def _refuse_import(raw_attrs):
 # op out of place; partition.py uses it when that input arrives from another device (a buffer that may be
 # read-only, e.g. one Ray deserialized without a copy)
 INPLACE = op("InplaceElementwise", _inplace_kernel, _infer_inplace,
-             doc="ufunc `op_type` writing into input `index` (made by the memory pass for dead inputs).",
+             doc="ufunc op `op_type` writing into input `index` (made by the memory pass for dead inputs).",
              extra={"writes_input": ("index", _out_of_place), "check_import": _refuse_import})
 
 
 def _is_ufunc_op(od) -> bool:
-    return isinstance(od.kernel, np.ufunc) and od.kernel is od.numpy_ufunc and od.elementwise
+    """The op computes one elementwise ufunc call that can write into `out` (module docstring)."""
+    return od.elementwise and ((isinstance(od.kernel, np.ufunc) and od.kernel is od.numpy_ufunc) or
+                               callable(od.extra.get("inplace")))
 
 
 def _fresh(op) -> bool:
     od = op._opdef
-    return (_is_ufunc_op(od) and od.name != "Identity") or od.name in _FRESH
+    return (isinstance(od.kernel, np.ufunc) and od.kernel is od.numpy_ufunc and od.elementwise
+            and od.name != "Identity") or od.name in _FRESH
 
 
 def plan_memory(graph, ctx: PassContext):

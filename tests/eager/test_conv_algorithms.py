@@ -211,7 +211,7 @@ def test_max_pool_gradient_with_nan_matches_the_argmax_path():
     x[0, 2, 2, 1] = np.nan          # first in its window: it takes the gradient
     dy = RNG.standard_normal((1, 2, 2, 2))
     attrs = {"ksize": (2, 2), "strides": (2, 2), "padding": "VALID"}
-    assert nn_pool._first_max_masks(x, attrs) is None            # the NaN windows send it down the argmax path
+    assert nn_pool._route_to_first_max(x, dy, nn_pool._non_overlapping(x, attrs)) is None   # NaN: the argmax path
     dx = execute(nn_pool.MAX_POOL_GRAD, (ek.constant(x), ek.nn.max_pool2d(x, 2, 2, "VALID"), ek.constant(dy)),
                  attrs).numpy()
     assert dx[0, 2, 2, 1] == dy[0, 1, 1, 1] and dx[0, 0, 1, 0] == 0

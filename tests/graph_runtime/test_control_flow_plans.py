@@ -201,6 +201,32 @@ def test_loop_errors_name_the_failing_body_op():
             sess.run(y, {x: np.ones((4, 3), np.float32)})
 
 
+def test_while_gradient_runs_one_generated_backward_loop_with_numpy_s_sums():
+    """The backward walk is one generated function; capture cotangents are summed from the last iteration
+    to the first (float64: the same additions in the same order as this NumPy BPTT, so equal bits)."""
+    xs, wx, wh, b = [v.astype(np.float64) for v in rnn_inputs(steps=9)]
+    g = gr.Graph()
+    with g.as_default():
+        phs = [gr.placeholder("float64", v.shape) for v in (xs, wx, wh, b)]
+        grads = gr.gradients(ek.reduce_sum(rnn(*phs)), phs[1:])
+    with gr.Session(graph=g) as sess:
+        got = sess.run(grads, dict(zip(phs, (xs, wx, wh, b))))
+    hs = [np.zeros((xs.shape[1], wh.shape[0]))]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ wx + hs[-1] @ wh + b))
+    dh, want = np.ones_like(hs[-1]), [None, None, None]
+    for t in range(xs.shape[0] - 1, -1, -1):
+        dz = dh * (1 - hs[t + 1] * hs[t + 1])
+        for k, term in enumerate((xs[t].T @ dz, hs[t].T @ dz, dz.sum(0))):
+            want[k] = term if want[k] is None else want[k] + term
+        dh = dz @ wh.T
+    for a, e in zip(got, want):
+        np.testing.assert_allclose(a, e, rtol=1e-12)
+    vjp = _op(g, "WhileGrad").get_attr("vjp")
+    loops = compiled_plans(vjp, "grad_loop")
+    assert loops and "for t in range(n - 1, -1, -1):" in loops[0].source
+
+
 @pytest.mark.parametrize("limit", [-2, 0, 3, 50])
 def test_maximum_iterations_in_the_generated_loop(limit):
     def prog(x):

@@ -420,6 +420,26 @@ def test_memory_pass_reuses_dead_buffers_without_changing_results():
     np.testing.assert_array_equal(feeds["x:0"], keep)
 
 
+def test_memory_pass_applies_relu_and_its_gradient_in_place_after_a_convolution():
+    rng = np.random.default_rng(1)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (8, 32, 32, 4), name="x")      # big enough (128 KiB)
+        f = ek.constant(rng.standard_normal((3, 3, 4, 8)).astype(np.float32))
+        h = ek.nn.relu(ek.nn.conv2d(x, f, 1, "SAME"))                # Relu writes into the conv's output
+        p = ek.nn.max_pool2d(h, 2, 2, "VALID")
+        dx = gr.gradients(ek.reduce_sum(p * p), [h])[0]                # MaxPoolGrad output, dead after
+        y = ek.nn.relu(x * 2.0)                                        # a ufunc op's output: in place too
+        dz = gr.gradients(ek.reduce_sum(y * y), [x])[0]
+    feeds = {"x:0": rng.standard_normal((8, 32, 32, 4)).astype(np.float32)}
+    fetches = [h.name, dx.name, dz.name]
+    new, stats = single_pass("memory", g, fetches, feeds)
+    in_place = [o.attrs["op_type"] for o in new.get_operations() if o.type == "InplaceElementwise"]
+    assert in_place.count("Relu") == 2 and "ReluGrad" in in_place
+    for a, b in zip(run_graph(g, fetches, feeds), run_graph(new, fetches, feeds)):
+        np.testing.assert_array_equal(a, b)
+
+
 # ------------------------------------------------------------------ manager, Session config, purity
 def test_optimize_report_and_purity():
     g = gr.Graph()
