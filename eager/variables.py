@@ -63,10 +63,21 @@ def assign_kernel(value, var):
     return value
 
 
-def _update_kernel(fn, opname):
+def update_kernel(fn, opname, into_delta: bool = False):
+    """The kernel `(delta, var)` of a variable update `var <- fn(var, delta)`.
+
+    With `into_delta` the new value is written into `delta`'s buffer when it has the variable's shape and
+    dtype (the same ufunc, so the same bits): for callers that know nobody else holds `delta` (the
+    memory pass, graph_runtime/passes/memory.py).  The old value is never written: earlier reads may
+    hold it.
+    """
     def kernel(delta, var):
         with var._lock:             # read, compute and store under one lock: no lost updates
             old = read_kernel(var)
+            if into_delta and type(delta) is np.ndarray and delta.shape == np.shape(old) and \
+                    delta.dtype == old.dtype:
+                var._value = fn(old, delta, out=delta)
+                return delta
             new = fn(old, delta)
             if np.shape(new) != np.shape(old):
                 raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
@@ -84,10 +95,10 @@ def _infer_read(specs, attrs):
 
 READ = op("ReadVariableOp", read_kernel, _infer_read, lambda op, *dy: [], effect="read")
 ASSIGN = op("AssignVariableOp", assign_kernel, _infer_read, effect="write")
-ASSIGN_ADD = op("AssignAddVariableOp", _update_kernel(np.add, "AssignAddVariableOp"), _infer_read,
-                effect="write")
-ASSIGN_SUB = op("AssignSubVariableOp", _update_kernel(np.subtract, "AssignSubVariableOp"), _infer_read,
-                effect="write")
+ASSIGN_ADD = op("AssignAddVariableOp", update_kernel(np.add, "AssignAddVariableOp"), _infer_read,
+                effect="write", extra={"update_ufunc": np.add})
+ASSIGN_SUB = op("AssignSubVariableOp", update_kernel(np.subtract, "AssignSubVariableOp"), _infer_read,
+                effect="write", extra={"update_ufunc": np.subtract})
 
 
 def locked(variables, fn):

@@ -236,12 +236,25 @@ def _same_device(p, op) -> bool:
     return not p._device or not op._device or p._device == op._device
 
 
+UPDATE_DELTA_BYTES = 128 * 1024     # the memory pass's default `memory_min_bytes`
+
+
+def _update_delta(op, consumers) -> bool:
+    """Is `op` a big elementwise product feeding only a variable update (plain SGD's `g * lr`)?
+
+    Left out of groups: the memory pass then computes it into its dead input's buffer and stores the
+    update into that same buffer (`var - g * lr` with no new array), which a fused kernel's fresh
+    output would prevent.
+    """
+    out = op._outputs[0]
+    n = out._shape.num_elements()
+    users = consumers.get(id(out), ())
+    return (n is not None and n * out._dtype.np_dtype.itemsize >= UPDATE_DELTA_BYTES and len(users) == 1
+            and "update_ufunc" in users[0]._opdef.extra and any(t._shape == out._shape for t in op._inputs))
+
+
 def find_groups(graph, preserve: frozenset = frozenset(), min_ops: int = 2, max_distance: int = 64) -> list:
     """The groups to fuse in `graph` (each with inputs and outputs filled), in creation order."""
-    gr = _Grouper(graph, preserve, max_distance)
-    for op in graph._ops:
-        if fusible_reason(op) is None:
-            gr.add(op)
     consumers: dict = {}
     ctrl_used: set = set()
     for op in graph._ops:
@@ -249,6 +262,10 @@ def find_groups(graph, preserve: frozenset = frozenset(), min_ops: int = 2, max_
             consumers.setdefault(id(t), []).append(op)
         for c in op._control_inputs:
             ctrl_used.add(id(c))
+    gr = _Grouper(graph, preserve, max_distance)
+    for op in graph._ops:
+        if fusible_reason(op) is None and not _update_delta(op, consumers):
+            gr.add(op)
     exported = {id(t) for t in list(graph.inputs) + list(graph.outputs)}
     for items in graph._collections.values():
         exported.update(id(x) for x in items)

@@ -23,8 +23,15 @@ ever see the overwrite):
   gradients -- never a `Const`, a feed, a
   variable read, an alias (`Identity`, `Reshape`, `Transpose` may return views).
 
-`import_graph_def` refuses an `InplaceElementwise` node (GraphDefError): a
-file never decides an in-place write.  A distributed session's master ships
+Variable updates too: `AssignSubVariableOp` / `AssignAddVariableOp` whose
+delta is big, dead after the update and made fresh by its producer (a ufunc
+op, a fused kernel's ufunc output, `MatMul`, ...) become
+`InplaceAssignUpdate`, which stores `var - delta` into the delta's buffer
+(plain SGD's `w - lr * g` then allocates nothing new); the old value, which
+earlier reads may hold, is never written.
+
+`import_graph_def` refuses `InplaceElementwise` and `InplaceAssignUpdate`
+nodes (GraphDefError): a file never decides an in-place write.  A distributed session's master ships
 partitions optimized without this pass; each task runs it on its own.
 
 Runs once, last (it is not iterative).  Imports sibling pass modules, `eager`.
@@ -35,6 +42,7 @@ import numpy as np
 
 from eager.errors import InvalidArgumentError
 from eager.registry import get, lookup, op
+from eager.variables import update_kernel
 
 from .core import GraphPass, PassContext, make_stats, register_pass
 from .rewriter import Rewriter, is_stateful
@@ -78,12 +86,16 @@ def _out_of_place(attrs) -> tuple:
     return get(attrs["op_type"]), {}
 
 
-def _refuse_import(raw_attrs):
+def _refuse_import(raw_attrs, kind="InplaceElementwise"):
     # whether a buffer may be overwritten depends on who else holds it (a fed array, a variable's value):
     # only this pass, looking at the graph that runs, may decide; a GraphDef never does
-    raise ValueError("InplaceElementwise writes into its input's buffer, which only the memory pass may decide "
+    raise ValueError(f"{kind} writes into its input's buffer, which only the memory pass may decide "
                      "for a buffer its own plan made; a GraphDef may not carry it (write the plain op, "
                      f"{raw_attrs.get('op_type')!r:.40}; the memory pass decides again when the graph runs)")
+
+
+def _refuse_update_import(raw_attrs):
+    _refuse_import(raw_attrs, "InplaceAssignUpdate")
 
 
 # `extra["writes_input"]`: the attr naming the input whose buffer the kernel overwrites, and how to make the
@@ -106,6 +118,58 @@ def _fresh(op) -> bool:
             and od.name != "Identity") or od.name in _FRESH
 
 
+# ------------------------------------------------------------------ variable updates into their delta
+_UPDATE_KERNELS: dict = {}
+
+
+def _inplace_update_kernel(delta, var, op_type, index=0):
+    k = _UPDATE_KERNELS.get(op_type)
+    if k is None:
+        k = _UPDATE_KERNELS[op_type] = update_kernel(get(op_type).extra["update_ufunc"], op_type, into_delta=True)
+    return k(delta, var)
+
+
+def _infer_inplace_update(specs, attrs):
+    od = lookup(attrs["op_type"]) if type(attrs["op_type"]) is str else None
+    if od is None or "update_ufunc" not in od.extra:        # attrs may come from a GraphDef: a known update only
+        raise InvalidArgumentError(f"InplaceAssignUpdate: op_type {attrs['op_type']!r:.60} is not a variable "
+                                   f"update (AssignAddVariableOp, AssignSubVariableOp)", op_name="InplaceAssignUpdate")
+    return od.infer(specs, {"var": attrs["var"]})
+
+
+def _update_out_of_place(attrs) -> tuple:
+    return get(attrs["op_type"]), {"var": attrs["var"]}
+
+
+INPLACE_UPDATE = op("InplaceAssignUpdate", _inplace_update_kernel, _infer_inplace_update, effect="write",
+                    doc="Variable update `op_type` (AssignSub/AssignAdd) writing the new value into its delta's "
+                        "buffer (made by the memory pass for a dead, freshly made delta).",
+                    extra={"writes_input": ("index", _update_out_of_place), "check_import": _refuse_update_import})
+
+
+def _fresh_output(t) -> bool:
+    """Does `t`'s producer make a new array for it on every run, held by nobody else?"""
+    p = t._op
+    if is_stateful(p):
+        return False
+    if p._opdef.name == "FusedElementwise":     # an output computed by a ufunc into a buffer of its own
+        prog = p._attrs["program"]
+        slot = prog.outputs[t._index]
+        return prog.outputs.count(slot) == 1 and any(i.out == slot and i.kind == "ufunc" for i in prog.instrs)
+    return _fresh(p)
+
+
+def _donated_delta(o, uses, outputs, ctx, min_bytes) -> bool:
+    """May the variable update `o` write the new value into its delta input's buffer?"""
+    if "update_ufunc" not in o._opdef.extra or len(o._inputs) != 1:
+        return False
+    t, out = o._inputs[0], o._outputs[0]
+    n = out._shape.num_elements()
+    return (n is not None and out._shape.rank != 0 and n * out._dtype.np_dtype.itemsize >= min_bytes and
+            t._dtype is out._dtype and t._shape == out._shape and uses.get(id(t)) == 1 and id(t) not in outputs
+            and t._op._name not in ctx.preserve and _fresh_output(t))
+
+
 def plan_memory(graph, ctx: PassContext):
     rw = Rewriter(graph, ctx)
     min_bytes = int(ctx.option("memory_min_bytes", DEFAULT_MIN_BYTES))
@@ -115,12 +179,16 @@ def plan_memory(graph, ctx: PassContext):
             uses[id(t)] = uses.get(id(t), 0) + 1
     outputs = {id(t) for t in graph.outputs}
     for o in graph._ops:
-        idx = _reusable_input(o, uses, outputs, ctx, min_bytes)
-        if idx is None:
-            rw.copy(o)
-            continue
-        new = rw.emit(INPLACE, rw.inputs(o), {"op_type": o._opdef.name, "index": idx}, like=o, name=o._name,
-                      control_inputs=rw.controls(o))
+        if _donated_delta(o, uses, outputs, ctx, min_bytes):
+            new = rw.emit(INPLACE_UPDATE, rw.inputs(o), {"op_type": o._opdef.name, "var": o._attrs["var"], "index": 0},
+                          like=o, name=o._name, control_inputs=rw.controls(o))
+        else:
+            idx = _reusable_input(o, uses, outputs, ctx, min_bytes)
+            if idx is None:
+                rw.copy(o)
+                continue
+            new = rw.emit(INPLACE, rw.inputs(o), {"op_type": o._opdef.name, "index": idx}, like=o, name=o._name,
+                          control_inputs=rw.controls(o))
         rw._origin[id(new)] = o
         rw._t[id(o._outputs[0])] = new._outputs[0]
         rw._ctrl[id(o)] = (new,)
@@ -146,5 +214,6 @@ def _reusable_input(o, uses, outputs, ctx, min_bytes):
 
 
 MEMORY = register_pass(GraphPass("memory", plan_memory,
-                                 "Big elementwise ops write into a dead input's buffer (InplaceElementwise).",
+                                 "Big elementwise ops and variable updates write into a dead input's buffer "
+                                 "(InplaceElementwise, InplaceAssignUpdate).",
                                  iterative=False))

@@ -200,6 +200,23 @@ def test_an_imported_graph_never_decides_an_in_place_write():
     np.testing.assert_array_equal(fed, 1.0)
 
 
+def test_an_imported_graph_never_decides_an_in_place_variable_update():
+    """An imported InplaceAssignUpdate would store `v - x` into the caller's fed array `x`."""
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, [2, 3], name="x")
+        v = ek.Variable(np.ones((2, 3), np.float32), name="v")
+        u = v.assign_sub(x)
+    gd = json.loads(json.dumps(g.as_graph_def()))
+    node = next(n for n in gd["nodes"] if n["op"] == "AssignSubVariableOp")
+    node["op"] = "InplaceAssignUpdate"
+    node["attrs"] = dict(node["attrs"], op_type="AssignSubVariableOp", index=0)
+    fed = np.full((2, 3), 0.5, np.float32)
+    err = _import_and_run(gd, u.name, {"x:0": fed})
+    assert isinstance(err, GraphDefError) and "only the memory pass may decide" in str(err), err
+    np.testing.assert_array_equal(fed, 0.5)
+
+
 @pytest.mark.parametrize("body,field", [("body", "outputs"), ("cond", "outputs"), ("then_branch", "outputs")])
 def test_bodies_must_match_their_op(body, field):
     """A crafted While whose body returns nothing used to loop forever; If/While bodies must match Tout."""

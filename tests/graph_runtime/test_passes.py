@@ -440,6 +440,57 @@ def test_memory_pass_applies_relu_and_its_gradient_in_place_after_a_convolution(
         np.testing.assert_array_equal(a, b)
 
 
+def test_memory_pass_stores_a_variable_update_into_its_dead_delta():
+    rng = np.random.default_rng(2)
+    w0 = rng.standard_normal((256, 256)).astype(np.float32)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (256, 256), name="x")
+        w = ek.Variable(w0, name="w")
+        v = ek.Variable(w0, name="v")
+        r = w.read_value()
+        up = w.assign_sub(ek.matmul(x, x) * 0.5)       # delta: a fresh Mul output, read once
+        fed = v.assign_add(x)                          # delta: the caller's fed array, never written
+        init = gr.global_variables_initializer()
+    with gr.Session(graph=g) as sess:
+        sess.run(init)
+    feeds = {"x:0": rng.standard_normal((256, 256)).astype(np.float32)}
+    keep = feeds["x:0"].copy()
+    new, stats = single_pass("memory", g, [r.name, up.name, fed.name], feeds)
+    types_ = {o.name: o.type for o in new.get_operations()}
+    assert types_[up.op.name] == "InplaceAssignUpdate" and types_[fed.op.name] == "AssignAddVariableOp"
+    before, after, _ = run_graph(new, [r.name, up.name, fed.name], feeds)
+    np.testing.assert_array_equal(before, w0)                  # the value read before is not overwritten
+    np.testing.assert_array_equal(after, w0 - (feeds["x:0"] @ feeds["x:0"]) * np.float32(0.5))
+    np.testing.assert_array_equal(w.numpy(), after)
+    np.testing.assert_array_equal(feeds["x:0"], keep)
+
+
+def test_plain_sgd_update_of_a_big_variable_allocates_nothing_new():
+    """`w - lr * g` with g a fresh matmul: the product stays out of fused groups, is computed into g, and
+    the update is stored there (the same ufuncs: equal bits); a small variable's update stays as it was."""
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((256, 256)).astype(np.float32)
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (256, 256), name="x")
+        lr = ek.Variable(np.float32(0.1), name="lr")
+        w, b = ek.Variable(w0, name="w"), ek.Variable(np.ones(4, np.float32), name="b")
+        grad = ek.matmul(x, x)
+        up = w.assign_sub(grad * ek.cast(lr.read_value(), ek.float32))
+        up_b = b.assign_sub(ek.reduce_sum(x, 0)[:4] * lr.read_value())
+        init = gr.global_variables_initializer()
+    with gr.Session(graph=g) as sess:
+        sess.run(init)
+    feeds = {"x:0": rng.standard_normal((256, 256)).astype(np.float32)}
+    new, _ = optimized(g, [up.name, up_b.name], feeds)
+    kinds = {(o.type, o.get_attr("op_type") if o.type.startswith("Inplace") else None) for o in new.get_operations()}
+    assert ("InplaceElementwise", "Mul") in kinds and ("InplaceAssignUpdate", "AssignSubVariableOp") in kinds
+    assert ("AssignSubVariableOp", None) in kinds
+    got = run_graph(new, [up.name], feeds)[0]
+    np.testing.assert_array_equal(got, w0 - (feeds["x:0"] @ feeds["x:0"]) * np.float32(0.1))
+
+
 # ------------------------------------------------------------------ manager, Session config, purity
 def test_optimize_report_and_purity():
     g = gr.Graph()
