@@ -27,7 +27,8 @@ atomic rename or swap (`atomic_directory`), so neither a failed save nor a
 crash at any instant leaves a half-written directory, or none, where a good
 one was.
 
-Imports only the standard library (ctypes for the atomic swap) and numpy.
+Imports the standard library (ctypes for the atomic swap), numpy and `eager.train.tensor_file` (its
+directory fsync).
 """
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ import zipfile
 from typing import Any, Callable
 
 import numpy as np
+
+from eager.train.tensor_file import fsync_directory
 
 FORMAT = "graphjit.SavedFunctions"
 VERSION = 1
@@ -313,14 +316,14 @@ def atomic_directory(path: str, manifest: str):
     tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".tmp-", dir=parent)
     try:
         yield tmp
-        _fsync_dir(tmp)
+        fsync_directory(tmp)
         if not os.path.lexists(path):
             os.rename(tmp, path)
         elif swap_directories(tmp, path):
             shutil.rmtree(tmp, ignore_errors=True)     # it holds the old directory now
         else:
             _replace_in_two_steps(tmp, path)
-        _fsync_dir(parent)
+        fsync_directory(parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -369,16 +372,3 @@ def _replace_in_two_steps(tmp: str, path: str) -> None:
         os.rename(old, path)
         raise
     shutil.rmtree(old, ignore_errors=True)
-
-
-def _fsync_dir(path: str) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
