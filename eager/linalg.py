@@ -71,3 +71,7 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=None, name=None):
     else:
         raise ValueError(f"norm: a matrix norm's ord must be 'fro', 'euclidean', 1, 2 or inf, got {ord!r}")
     return out if keep else squeeze(out, [a0, a1])
+
+
+from .namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -24,3 +24,7 @@ __all__ = ["abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "cumprod", 
            "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "segment_sum", "sigmoid", "sign", "sin",
            "softmax", "softplus", "sqrt", "square", "squared_difference", "subtract", "tanh", "top_k", "truediv",
            "truncatediv", "truncatemod", "unsorted_segment_sum"]
+
+
+from .namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -5,3 +5,7 @@ Kept so that existing code (`ek.optimizers.Adam(0.01)`) keeps working; see
 """
 from .keras.optimizers import *  # noqa: F401,F403 - the same public names
 from .keras.optimizers import __all__  # noqa: F401
+
+
+from .namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)

@@ -217,7 +217,8 @@ def test_tf2_function_options_are_accepted():
 
 
 def test_public_namespaces_list_only_public_names():
-    for ns in (ek.nn, ek.random, ek.debugging, ek.strings, ek.summary, ek.errors, ek.nest, ek.data):
+    for ns in (ek.nn, ek.random, ek.debugging, ek.strings, ek.summary, ek.errors, ek.nest, ek.data, ek.linalg,
+               ek.math, ek.optimizers):
         names = dir(ns)
         assert names == sorted(ns.__all__), ns.__name__
         assert all(not n.startswith("_") and hasattr(ns, n) for n in names)

@@ -36,3 +36,7 @@ def get(identifier):
     if isinstance(identifier, dict):
         return deserialize(identifier)
     raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}; known names: {sorted(_BY_NAME)}")
+
+
+from ...namespace import public_namespace as _public_namespace  # noqa: E402
+_public_namespace(__name__)
