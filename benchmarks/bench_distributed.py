@@ -13,7 +13,10 @@ Rows (each measured in this run, interleaved with its baseline: benchmarks/harne
 - transfer: the same 2-task graph minus the 1-task graph, for a 4-float and a 4 MB float32 tensor;
 - MLP: one data-parallel training step of examples/distributed_mlp.py (parameters on the ps, a batch of
   64 split over 2 workers) vs the same graph with every task on one worker, and vs a local Session; the
-  note gives the step in Ray round trips (of this run: the target for ps + 2 workers is 3x or less).
+  note gives the step in Ray round trips (of this run: the target for ps + 2 workers is 3x or less);
+- the MLP step's messages in plain Ray (the ps sends the parameters to each worker, each sends its
+  gradients back, one-way actor calls; no graphjit) vs graphjit's step, and the same stages as a Ray
+  Compiled Graph (shared-memory channels): what a step costs on this machine whoever sends the messages.
 """
 from __future__ import annotations
 
@@ -125,7 +128,85 @@ def step_rows(ray) -> list:
     return rows, t_ping
 
 
-def mlp_rows(t_ping: float) -> list:
+class _StepTask:
+    """The Ray-only baseline of a data-parallel step: the ps sends 4 parameters to each worker (one-way
+    calls), each worker sends 4 gradients back, the ps applies them: the MLP step's messages, no graphjit.
+    The last three methods are the same step as stages of a Ray Compiled Graph."""
+
+    def __init__(self):
+        self.box, self.cond, self.peers = {}, threading.Condition(), {}
+        self.params = [np.ones((64, 64), np.float32), np.ones(64, np.float32), np.ones((64, 10), np.float32),
+                       np.ones(10, np.float32)]
+
+    def set_peers(self, peers):
+        self.peers = peers
+
+    def deliver(self, step, key, value):
+        with self.cond:
+            self.box[(step, key)] = value
+            self.cond.notify_all()
+
+    def _take(self, step, key):
+        with self.cond:
+            while (step, key) not in self.box:
+                self.cond.wait()
+            return self.box.pop((step, key))
+
+    def ps_step(self, step):
+        for w in ("w0", "w1"):
+            self.peers[w].deliver.remote(step, "params", self.params)
+        return self.apply(self._take(step, "w0"), self._take(step, "w1"))
+
+    def worker_step(self, step, name, x):
+        self.peers["ps"].deliver.remote(step, name, self.grads(self._take(step, "params"), x))
+        return float(x.sum())
+
+    def read(self, x):
+        return self.params
+
+    def grads(self, params, x):
+        return [p * 0.5 for p in params]
+
+    def apply(self, g0, g1):
+        return float(sum((p - 0.1 * (a + b)).sum() for p, a, b in zip(self.params, g0, g1)))
+
+
+def step_by_hand(ray) -> tuple:
+    """(the step's messages as Ray actor calls, the same as a Ray Compiled Graph or None, cleanup)."""
+    task = ray.remote(_StepTask).options(num_cpus=0, max_concurrency=8)
+    ps, w0, w1 = task.remote(), task.remote(), task.remote()
+    ray.get([ps.set_peers.remote({"w0": w0, "w1": w1}), w0.set_peers.remote({"ps": ps}),
+             w1.set_peers.remote({"ps": ps})])
+    x = np.ones((32, 64), np.float32)
+    counter = iter(range(1 << 40))
+
+    def calls():
+        s = next(counter)
+        ray.get([ps.ps_step.remote(s), w0.worker_step.remote(s, "w0", x), w1.worker_step.remote(s, "w1", x)])
+
+    actors = [ps, w0, w1]
+    compiled = None
+    try:        # a beta Ray feature: the row says so when it is missing
+        from ray.dag import InputNode
+        cps, c0, c1 = (ray.remote(_StepTask).options(num_cpus=0).remote() for _ in range(3))
+        actors += [cps, c0, c1]
+        with InputNode() as inp:
+            read = cps.read.bind(inp)
+            dag = cps.apply.bind(c0.grads.bind(read, inp), c1.grads.bind(read, inp)).experimental_compile()
+        compiled = dag
+    except Exception as e:      # noqa: BLE001
+        print(f"(no Ray Compiled Graph: {type(e).__name__}: {e})")
+
+    def cleanup():
+        if compiled is not None:
+            compiled.teardown()
+        for a in actors:
+            ray.kill(a)
+
+    return calls, (None if compiled is None else (lambda: ray.get(compiled.execute(x)))), cleanup
+
+
+def mlp_rows(ray, t_ping: float) -> list:
     sys.path.insert(0, EXAMPLES)
     import distributed_mlp as dm
     from mlp_digits import load_data
@@ -150,6 +231,15 @@ def mlp_rows(t_ping: float) -> list:
         t_d, t_l = paired(lambda: runs[name](*shards), lambda: runs["in-process"](*shards), rounds=7)
         rows.append(Row("MLP train step, batch 64", f"{name} vs in-process", t_d, t_l,
                         note=f"{1 / t_d:.0f} steps/s, {t_d / t_ping:.1f}x Ray's round trip"))
+    calls, compiled, cleanup = step_by_hand(ray)
+    t_d, t_r = paired(lambda: runs["ps + 2 workers"](*shards), calls, rounds=7)
+    note = f"Ray by hand: {t_r / t_ping:.1f}x Ray's round trip"
+    if compiled is not None:
+        t_c, _ = paired(compiled, calls, rounds=7)
+        note += f"; as a Ray Compiled Graph {t_c * 1e3:.2f} ms ({t_c / t_ping:.1f}x)"
+    rows.append(Row("MLP step's messages, ps + 2 workers", "graphjit vs Ray actor calls by hand", t_d, t_r,
+                    note=note))
+    cleanup()
     for s in sessions:
         s.close()
     return rows
@@ -188,7 +278,7 @@ def main() -> None:
     print(f"BLAS: {blas_threads()}; Ray {ray.__version__}, local instance on {os.cpu_count()} cores")
     rows, t_ping = step_rows(ray)
     if importlib.util.find_spec("sklearn") is not None:
-        rows += mlp_rows(t_ping)
+        rows += mlp_rows(ray, t_ping)
     print(table(rows))
     print("(the 'numpy' column is the baseline named in 'variant': in-process Session, Ray by hand, 1 task)")
     print(driver_profile())
