@@ -75,10 +75,13 @@ def test_two_devices_per_ray_task_match_one_process(ray_local):
             sess.run(n["bump"])
             got = sess.run(n["y"], {n["x"]: xv}, run_metadata=md,
                            options=gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE, output_partition_graphs=True))
-            results[mode] = (got, sess.run(n["v"]))
+            h = sess.partial_run_setup([n["b"], n["y"]], [n["x"]])     # within a task and across tasks
+            piecewise = (sess.partial_run(h, n["b"], {n["x"]: xv}), sess.partial_run(h, n["y"]))
+            results[mode] = (got, sess.run(n["v"]), *piecewise)
             devices = [d.name for d in sess.list_devices()]
-    np.testing.assert_allclose(results["cluster"][0], results["local"][0], rtol=1e-6)
-    np.testing.assert_array_equal(results["cluster"][1], results["local"][1])
+    for a, b in zip(results["cluster"], results["local"]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(results["cluster"][3], results["cluster"][0], rtol=1e-6)
     assert devices == [f"{W0}/device:CPU:0", f"{W0}/device:CPU:1", f"{W1}/device:CPU:0", f"{W1}/device:CPU:1"]
     where = {node["name"]: node["device"] for gd in md.partition_graphs for node in gd["nodes"]}
     assert where["a"] == f"{W0}/device:CPU:0" and where["b"] == f"{W0}/device:CPU:1"
