@@ -14,10 +14,16 @@ started: splitting costs little even when no core is free.
 
 Sizing and limits:
 
-- The pool holds `threads() - 1` workers (the caller is the other thread),
-  started on first use.  `threads()` is the number of cores this process may
-  run on (`os.sched_getaffinity`), or `GRAPHJIT_KERNEL_THREADS`, or what
-  `set_threads(n)` set (`set_threads(1)` turns splitting off).
+- The pool holds one worker per core but one (the caller is the other
+  thread), started on first use (`cores()`: `os.sched_getaffinity`).
+- Who splits: the chunked fused elementwise kernels always may (each one
+  autotunes serial against split on its first calls, `fusion/kernel.py`);
+  the convolution and pooling kernels only when asked, through
+  `GRAPHJIT_KERNEL_THREADS=n` or `set_threads(n)` (`threads()`, default 1).
+  Measured on the development machine while other work kept both cores
+  busy, splitting them gave no wall-time gain and cost 5-20% more CPU time
+  per CNN step (benchmarks/RESULTS.md), so it is off until a machine shows
+  it pays.
 - A worker is asked to help only if one is idle (a non-blocking
   semaphore): when other threads already use the pool (a parallel Session's
   inter-op threads, data pipeline threads), kernels run serially instead of
@@ -62,50 +68,56 @@ _state = {"threads": None, "pool": None, "idle": None}
 _local = threading.local()
 
 
-def _cores() -> int:
-    env = os.environ.get("GRAPHJIT_KERNEL_THREADS")
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise ValueError(f"GRAPHJIT_KERNEL_THREADS must be a positive integer, got {env!r}") from None
+def cores() -> int:
+    """The number of cores this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:    # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
 
 
+def _default_threads() -> int:
+    env = os.environ.get("GRAPHJIT_KERNEL_THREADS")
+    if not env:
+        return 1               # off unless asked for (module docstring: it did not pay where measured)
+    try:
+        n = int(env)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ValueError(f"GRAPHJIT_KERNEL_THREADS must be a positive integer, got {env!r}")
+    return n
+
+
 def threads() -> int:
-    """How many threads a split kernel uses (the caller included)."""
+    """How many threads a split convolution or pooling kernel uses, the caller included (1: never splits)."""
     n = _state["threads"]
     if n is None:
         with _lock:
             if _state["threads"] is None:
-                _state["threads"] = _cores()
+                _state["threads"] = _default_threads()
             n = _state["threads"]
     return n
 
 
 def set_threads(n: int | None) -> int:
-    """Use `n` threads per split kernel (1: never split; None: the cores again); returns the previous count.
-
-    Process-wide. Kernels already running keep the count they started with.
-    """
+    """Split convolution and pooling kernels over `n` threads (1: never; None: the default, see the module
+    docstring); returns the previous count.  Process-wide; kernels already running keep their count."""
     if n is not None and (type(n) is not int or n < 1):
         raise ValueError(f"set_threads: n must be None or an int >= 1, got {n!r}")
     with _lock:
-        old = _state["threads"] if _state["threads"] is not None else _cores()
-        _state["threads"] = n if n is not None else _cores()
-        if _state["pool"] is not None and _state["threads"] - 1 > _state["pool"]._max_workers:
-            _state["pool"].shutdown(wait=False)
-            _state["pool"] = None
+        old = _state["threads"] if _state["threads"] is not None else _default_threads()
+        _state["threads"] = n if n is not None else _default_threads()
     return old
 
 
-def _pool():
+def _pool(workers: int):
+    """The pool and its idle-worker semaphore, with at least `workers` workers."""
     with _lock:
-        if _state["pool"] is None:
-            workers = max(1, _state["threads"] - 1)
+        if _state["pool"] is None or _state["pool"]._max_workers < workers:
+            if _state["pool"] is not None:
+                _state["pool"].shutdown(wait=False)
+            workers = max(workers, cores() - 1, 1)
             _state["pool"] = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="graphjit-kernel",
                                                 initializer=_mark_worker)
             _state["idle"] = threading.Semaphore(workers)
@@ -125,11 +137,11 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork)
 
 
-def chunks(n: int, nbytes: int, min_bytes: int | None = None) -> int:
+def chunks(n: int, nbytes: int, min_bytes: int | None = None, threads_: int | None = None) -> int:
     """How many chunks `for_range` would cut `n` items moving `nbytes` into (1: it runs serially)."""
     if min_bytes is None:
         min_bytes = MIN_BYTES
-    t = threads()
+    t = threads() if threads_ is None else threads_
     if t <= 1 or n <= 1 or nbytes < 2 * min_bytes or getattr(_local, "worker", False):
         return 1
     return int(min(n, MAX_CHUNKS_PER_THREAD * t, max(t, nbytes // CHUNK_BYTES)))
@@ -143,13 +155,19 @@ def _helper(take, idle):
         idle.release()
 
 
-def for_range(body: Callable[[int, int], object], n: int, nbytes: int, min_bytes: int | None = None) -> None:
-    """Run `body(lo, hi)` over `[0, n)` in contiguous chunks, on the pool when it pays (module docstring)."""
-    k = chunks(n, nbytes, min_bytes)
+def for_range(body: Callable[[int, int], object], n: int, nbytes: int, min_bytes: int | None = None,
+              threads_: int | None = None) -> None:
+    """Run `body(lo, hi)` over `[0, n)` in contiguous chunks, on the pool when it pays (module docstring).
+
+    `threads_`: the thread count for this call (the fused kernels pass the count they autotuned), else
+    `threads()`.
+    """
+    t = threads() if threads_ is None else threads_
+    k = chunks(n, nbytes, min_bytes, t)
     if k <= 1:
         body(0, n)
         return
-    pool, idle = _pool()
+    pool, idle = _pool(t - 1)
     bounds = [n * i // k for i in range(k + 1)]
     counter = itertools.count()        # next() on it is atomic: each chunk is taken once
     failed: list = []
@@ -166,7 +184,7 @@ def for_range(body: Callable[[int, int], object], n: int, nbytes: int, min_bytes
                 raise
 
     helpers = []
-    for _ in range(threads() - 1):
+    for _ in range(t - 1):
         if not idle.acquire(blocking=False):
             break              # the pool is busy with other callers: fewer helpers, or none
         helpers.append(pool.submit(_helper, take, idle))

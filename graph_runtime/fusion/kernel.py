@@ -69,11 +69,11 @@ FUSED_ELEMENTWISE = op(
 def make_threaded_runner(threads: int) -> Callable:
     """`run(body, args, extent, step)` splitting the range over the kernel pool (`eager.parallel`).
 
-    The pool is the one every split kernel shares (one thread per core); `threads` > 1 only says that
-    this kernel splits.  A range already running on a pool thread, or a busy pool, runs serially.
+    The pool is the one every split kernel shares (one worker per core but one).  A range already
+    running on a pool thread, or a busy pool, runs serially.
     """
     def run(body, args, extent, step):
-        parallel.for_range(lambda lo, hi: body(*args, lo, hi), extent, extent, min_bytes=0)
+        parallel.for_range(lambda lo, hi: body(*args, lo, hi), extent, extent, min_bytes=0, threads_=threads)
     return run
 
 
@@ -129,11 +129,11 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
         straight = build_straight(program, shapes)
         chunked = build_chunked(program, shapes, layout_box[-1], straight)
         serial = _bind_runner(chunked, run_serial)
-        threads = opts.threads if opts.threads is not None else parallel.threads()
+        threads = opts.threads if opts.threads is not None else min(parallel.cores(), 8)
         if threads > 1 and choice.elements >= THREAD_MIN_ELEMENTS:
             threaded = _bind_runner(chunked, make_threaded_runner(threads))
             if opts.threads is None:
-                fn = Autotuned([serial, threaded], ["serial", f"{parallel.threads()} threads"])
+                fn = Autotuned([serial, threaded], ["serial", f"{threads} threads"])
             else:
                 fn = threaded
         else:

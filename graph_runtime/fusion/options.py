@@ -20,10 +20,10 @@ passes a dict of these fields to the pass.
 `numexpr=False` forces the NumPy backends (tests use it); `force` picks a
 strategy regardless of the cost model when that strategy can run the program
 (tests and benchmarks).  `threads=None` means
-"split large tensors over the kernel pool (`eager.parallel`, one thread per
-core) when that measures faster" (see kernel.py's autotuning); `threads=1`
-never splits; a larger number always splits large tensors over that pool
-(whose size `eager.parallel.set_threads` sets).
+"split large tensors over up to `eager.parallel.cores()` threads of the
+kernel pool when that measures faster" (see kernel.py's autotuning);
+`threads=1` never splits; a larger number always splits large tensors over
+that many threads.
 
 Imports nothing from the project.
 """

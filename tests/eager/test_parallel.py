@@ -102,7 +102,7 @@ def test_an_error_in_a_chunk_reaches_the_caller_and_stops_the_others(split_every
 
 def test_a_busy_pool_makes_kernels_run_on_the_caller(split_everything):
     parallel.for_range(lambda lo, hi: None, 2, 1 << 30)       # starts the pool
-    _, idle = parallel._pool()
+    _, idle = parallel._pool(1)
     assert idle.acquire(blocking=False)                        # another caller holds the one worker
     try:
         seen = []
@@ -111,6 +111,19 @@ def test_a_busy_pool_makes_kernels_run_on_the_caller(split_everything):
         assert {name for _, _, name in seen} == {threading.current_thread().name}
     finally:
         idle.release()
+
+
+def test_convolution_and_pooling_kernels_split_only_when_asked(monkeypatch):
+    monkeypatch.delenv("GRAPHJIT_KERNEL_THREADS", raising=False)
+    old = parallel.set_threads(None)
+    try:
+        assert parallel.threads() == 1 and parallel.chunks(64, 1 << 30) == 1
+        seen = []
+        parallel.for_range(lambda lo, hi: seen.append((lo, hi)), 64, 1 << 30)
+        assert seen == [(0, 64)]
+        assert parallel.chunks(64, 1 << 30, threads_=2) > 1        # the fused kernels pass their own count
+    finally:
+        parallel.set_threads(old)
 
 
 def test_thread_count_settings_are_checked(monkeypatch):
