@@ -38,11 +38,11 @@ from graph_runtime.pipeline import prepare
 from graph_runtime.runtime import Executable, request_for
 
 from .call_op import call_recorded
-from .func_graph import FuncGraph, inline_only_plan
+from .func_graph import FuncGraph, inline_only_plan, leaf_spec, placeholder_name, traced_value
 from .function_type import FunctionType, Literal
 from .retrace_log import PhaseTimes
 from .signature import describe
-from .trace_type import component_arrays, component_specs, component_tensors, placeholder_value, serves, tracing_type
+from .trace_type import component_arrays, component_tensors, serves, tracing_type
 from eager.tensor_spec import TensorSpec
 
 
@@ -73,6 +73,9 @@ class ConcreteFunction:
         self._executable = executable         # of the traced graph: argument arrays -> output arrays
         self._single = (len(output_template) == 1 and output_template[0][0] == "t"
                         and not ek.nest.is_nested(structured_outputs))
+        # a flat tuple or list of tensors is packed without nest (eager.data calls this once per element)
+        self._flat_type = type(structured_outputs) if type(structured_outputs) in (tuple, list) and all(
+            k == "t" for k, _ in output_template) and len(output_template) == len(structured_outputs) else None
         self.nodes_before = nodes_before
         self.nodes_after = nodes_after
         self._hits = 0
@@ -128,6 +131,8 @@ class ConcreteFunction:
         results = self._executable.call(*arrays)
         if self._single:
             return Tensor(results[0])
+        if self._flat_type is not None:
+            return self._flat_type([Tensor(results[ref]) for _, ref in self._output_template])
         # template entries: ("t", fetch index) or ("c", a Python value returned as is)
         out = [Tensor(results[ref]) if kind == "t" else ref for kind, ref in self._output_template]
         return ek.nest.pack_sequence_as(self.structured_outputs, out)
@@ -152,9 +157,8 @@ class ConcreteFunction:
         return self._run([t._value for t in tensors])
 
     def flat_call(self, arrays: list):
-        """The structured outputs on the flat input arrays (NumPy values of the traced specs, in `inputs`
-        order), neither checked nor converted and never recorded by a tape: for callers that already hold
-        such values, as `eager.data` does when it runs a dataset's map function on each element."""
+        """The outputs on flat input arrays (NumPy values of the traced specs, in `inputs` order), neither
+        checked nor recorded by a tape: `eager.data` runs a dataset's map function per element this way."""
         return self._run(arrays)
 
     def inline(self, *args, **kwargs):
@@ -202,25 +206,6 @@ class ConcreteFunction:
 
 
 # ------------------------------------------------------------------ tracing
-def _leaf_spec(x, spec):
-    if spec is not None:
-        return spec
-    if isinstance(x, TensorSpec):
-        return x
-    if isinstance(x, Tensor):
-        return TensorSpec(x.shape, x.dtype)
-    return TensorSpec(np.shape(x), ek.as_dtype(np.asarray(x).dtype))
-
-
-def _placeholder_name(path: str, used: set) -> str:
-    base = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_") or "arg"
-    name, i = base, 1
-    while name in used:
-        name, i = f"{base}_{i}", i + 1
-    used.add(name)
-    return name
-
-
 def _make_acceptor(leaves, specs):
     """A predicate: do call arguments fit this trace (same Python leaves, compatible tensors)?"""
     template = []
@@ -326,16 +311,16 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
         k = 0
         for x in leaves:
             if _is_tensor_leaf(x):
-                spec = _leaf_spec(x, None if specs is None else specs[k])
+                spec = leaf_spec(x, None if specs is None else specs[k])
                 path = tensor_paths[k] if k < len(tensor_paths) else f"arg{k}"
-                ph = placeholder(spec.dtype, spec.shape.dims, name=_placeholder_name(path, used))
+                ph = placeholder(spec.dtype, spec.shape.dims, name=placeholder_name(path, used))
                 placeholders.append(ph)
                 input_specs.append(spec)
                 tensor_specs.append(spec)
                 new_leaves.append(ph)
                 k += 1
             else:
-                new_leaves.append(_traced_value(x, typed_paths, used, placeholders, input_specs))
+                new_leaves.append(traced_value(x, typed_paths, used, placeholders, input_specs))
         structure = [list(args), {kk: kwargs[kk] for kk in sorted(kwargs)}] if kwargs else list(args)
         rebuilt = ek.nest.pack_sequence_as(structure, new_leaves)
         call_args, call_kwargs = (rebuilt[0], rebuilt[1]) if kwargs else (rebuilt, {})
@@ -383,22 +368,6 @@ def trace_concrete(function, args, kwargs, specs, allow_variable_creation):
                                                [next(spec_it) if _is_tensor_leaf(x) else x for x in leaves])
     cf.function_type = FunctionType.from_trace(name, function.python_function, cf._traced_call)
     return cf, bool(graph.created_variables)
-
-
-def _traced_value(x, paths, used, placeholders, input_specs):
-    """What the function is traced with for the non-tensor leaf `x`: for a trace type that passes tensors,
-    the value rebuilt from new placeholders (added to `placeholders`/`input_specs`), else the placeholder
-    value of its trace type, or `x` itself."""
-    tt = tracing_type(x)
-    specs = component_specs(tt) if tt is not None else []
-    if not specs:
-        return placeholder_value(x)
-    path = next(paths, "arg")
-    phs = [placeholder(s.dtype, s.shape.dims, name=_placeholder_name(f"{path}_{j}", used))
-           for j, s in enumerate(specs)]
-    placeholders.extend(phs)
-    input_specs.extend(specs)
-    return tt.from_tensors(iter(phs))
 
 
 def _compile(graph, feeds, fetches, targets, config=None, phases=None):

@@ -12,17 +12,24 @@ A function traced while another graph is being built (a dataset's map
 function made inside a traced function) may use that graph's tensors: each
 becomes a captured input (`captures`: outer tensor and placeholder).  Such a
 trace can only be copied into that graph (`inline.py`), which maps each
-placeholder back to its tensor.
+placeholder back to its tensor.  Also here: the placeholders a trace makes
+for its arguments (`leaf_spec`, `placeholder_name`, `traced_value`).
 """
 from __future__ import annotations
 
 import numpy as np
 
+import eager as ek
 from eager import context as _context
+from eager.tensor import Tensor
+from eager.tensor_spec import TensorSpec
+from graph_runtime import placeholder
 from graph_runtime.building import GraphTensor
 from graph_runtime.compiler import prune
 from graph_runtime.graph import Graph
 from graph_runtime.graph_ops import PLACEHOLDER
+
+from .trace_type import component_specs, placeholder_value, tracing_type
 from graph_runtime.pipeline import NO_OPTIMIZE, prepare
 
 
@@ -85,6 +92,41 @@ class FuncGraph(Graph):
         var._value = np.array(plan())
         self.lifted_ops.update(id(o) for o in ops)
         self.created_variables.append(var)
+
+
+def leaf_spec(x, spec):
+    if spec is not None:
+        return spec
+    if isinstance(x, TensorSpec):
+        return x
+    if isinstance(x, Tensor):
+        return TensorSpec(x.shape, x.dtype)
+    return TensorSpec(np.shape(x), ek.as_dtype(np.asarray(x).dtype))
+
+
+def placeholder_name(path: str, used: set) -> str:
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in path).strip("_") or "arg"
+    name, i = base, 1
+    while name in used:
+        name, i = f"{base}_{i}", i + 1
+    used.add(name)
+    return name
+
+
+def traced_value(x, paths, used, placeholders, input_specs):
+    """What the function is traced with for the non-tensor leaf `x`: for a trace type that passes tensors,
+    the value rebuilt from new placeholders (added to `placeholders`/`input_specs`), else the placeholder
+    value of its trace type, or `x` itself."""
+    tt = tracing_type(x)
+    specs = component_specs(tt) if tt is not None else []
+    if not specs:
+        return placeholder_value(x)
+    path = next(paths, "arg")
+    phs = [placeholder(s.dtype, s.shape.dims, name=placeholder_name(f"{path}_{j}", used))
+           for j, s in enumerate(specs)]
+    placeholders.extend(phs)
+    input_specs.extend(specs)
+    return tt.from_tensors(iter(phs))
 
 
 def inline_only_plan(name, captures):
