@@ -103,3 +103,17 @@ def test_iter_and_next_in_a_function_open_a_new_iterator_each():
     a, b = firsts()
     expected = orders(shuffled, 2)
     assert [int(a), int(b)] == [expected[0][0], expected[1][0]]
+
+
+def test_a_loop_staged_inside_a_staged_loop_opens_a_new_iterator_each_time():
+    @function
+    def epochs():
+        ds = shuffled()
+        seen = ek.TensorArray(ek.int64, size=0, dynamic_size=True)
+        for _ in ek.range(3):
+            for x in ds:
+                seen = seen.write(seen.size(), x)
+        return seen.stack()
+    expected = orders(shuffled, 3)
+    assert epochs().numpy().reshape(3, 8).tolist() == expected
+    assert epochs().numpy().reshape(3, 8).tolist() == expected      # built in the function: restarts per call
