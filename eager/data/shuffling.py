@@ -21,18 +21,17 @@ import numpy as np
 
 from ..dtypes import int64
 from ..registry import Spec, op
-from ..ops import random as _random
+from ..ops.random_core import derived_seed
 
 _SEED_MAX = 2 ** 31 - 1
 
 
 def resolve_seed(seed):
-    """The user's seed; with none, the global seed (`eager.random.set_seed`) or a fresh random one."""
-    if seed is not None:
-        return int(seed)
-    g = _random.get_global_seed()
-    if g is not None:
-        return int(g)
+    """The shuffle's seed by TF's rules (`random_core.derived_seed`: with the global seed set, every
+    unseeded shuffle gets its own reproducible seed); with no seed at all, a fresh random one."""
+    derived = derived_seed(seed)
+    if derived is not None:
+        return derived
     return int(np.random.SeedSequence().generate_state(1)[0] & _SEED_MAX)
 
 

@@ -85,6 +85,21 @@ def get_global_seed() -> Optional[int]:
     return _SEEDS.global_seed
 
 
+def derived_seed(op_seed) -> Optional[int]:
+    """The seed of an op with its own stream (a dataset shuffle) under TF's rules, or None when neither
+    seed is set (the caller picks a random one): with only the global seed, each such op takes the next
+    op counter (its own stream, the same in every run after `set_seed`); with both, they are combined;
+    an op seed alone is used as it is."""
+    with _LOCK:
+        g = _SEEDS.global_seed
+        if g is None:
+            return None if op_seed is None else int(op_seed)
+        if op_seed is None:
+            op_seed = _SEEDS.counter
+            _SEEDS.counter += 1
+        return _combine(g, int(op_seed)) & 0x7FFFFFFF
+
+
 def _combine(global_seed: int, op_seed: int) -> int:
     return int(np.random.SeedSequence([global_seed & 0xFFFFFFFFFFFF, op_seed & 0xFFFFFFFFFFFF])
                .generate_state(1, np.uint64)[0] >> 1)

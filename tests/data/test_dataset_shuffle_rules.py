@@ -117,3 +117,17 @@ def test_a_loop_staged_inside_a_staged_loop_opens_a_new_iterator_each_time():
     expected = orders(shuffled, 3)
     assert epochs().numpy().reshape(3, 8).tolist() == expected
     assert epochs().numpy().reshape(3, 8).tolist() == expected      # built in the function: restarts per call
+
+
+def test_the_global_seed_gives_each_unseeded_shuffle_its_own_reproducible_order():
+    try:
+        ek.random.set_seed(3)
+        a, b = (Dataset.range(20).shuffle(20) for _ in range(2))
+        first = [[int(x) for x in d.as_numpy_iterator()] for d in (a, b)]
+        ek.random.set_seed(3)
+        a, b = (Dataset.range(20).shuffle(20) for _ in range(2))
+        again = [[int(x) for x in d.as_numpy_iterator()] for d in (a, b)]
+    finally:
+        ek.random.set_seed(None)
+    assert first == again                       # reproducible after set_seed, as in TF
+    assert first[0] != first[1]                 # but not the same order for both (TF: op seeds differ)
