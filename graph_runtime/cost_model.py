@@ -22,21 +22,24 @@ distributed/master.py) at `REMOTE_BYTES_PER_US`.  With a remote overhead of
 a millisecond or two, a small graph nobody placed stays on one task: moving
 an op to another task never finishes it earlier.
 
-`compute_us(op, measured)` is the op's measured duration (microseconds, from
-a traced run's `RunMetadata.step_stats`, which a Session collects: so the
-placement of later runs uses what was measured) or an estimate from static
-shapes: `2*m*n*k` flops for MatMul, `2*outputs*kh*kw*in_channels` for
-Conv2D, at `FLOPS_PER_US`; `ELEMENT_US` per output element otherwise; plus
-`OP_OVERHEAD_US`.  Unknown dimensions count as 1.  Cheap ops therefore stay
-where their inputs are, and independent heavy branches spread over devices.
+`compute_us(op, measured, device_type)` is the op's time on a device of
+`device_type`: an estimate from static shapes with that type's cost table
+(device_types.py; the CPU's: `2*m*n*k` flops for MatMul,
+`2*outputs*kh*kw*in_channels` for Conv2D, at `flops_per_us`; `element_us`
+per output element otherwise; plus `op_overhead_us`), or the op's measured
+duration (microseconds, from a traced run's `RunMetadata.step_stats`, which
+a Session collects: so the placement of later runs uses what was measured),
+scaled by the ratio of the type's estimate to the CPU's (measurements come
+from CPU devices).  Unknown dimensions count as 1.  Cheap ops therefore stay
+where their inputs are, independent heavy branches spread over devices, and
+a slower device type gets only what finishes earlier there anyway.
 
-Imports nothing from the project.
+Imports `device_types` only.
 """
 from __future__ import annotations
 
-OP_OVERHEAD_US = 1.0          # dispatch of one op
-FLOPS_PER_US = 2000.0         # one core, NumPy/BLAS: about 2 GFLOP/s
-ELEMENT_US = 0.002            # elementwise and other ops: per output element
+from .device_types import DeviceCosts, costs_of
+
 TRANSFER_OVERHEAD_US = 30.0   # one Send/Recv pair between device threads (bench_devices)
 BYTES_PER_US = 10_000.0       # copy bandwidth, 10 GB/s
 REMOTE_BYTES_PER_US = 200.0   # between Ray actors on one machine, through the object store (bench_distributed:
@@ -55,23 +58,29 @@ def _dims(shape) -> list:
     return [d if isinstance(d, int) and d > 0 else 1 for d in (shape._dims or ())]
 
 
-def compute_us(op, measured=None) -> float:
-    """Estimated (or measured) run time of `op` in microseconds (module docstring)."""
-    if measured:
-        hit = measured.get(op._name)
-        if hit is not None:
-            return float(hit)
+def compute_us(op, measured=None, device_type: str = "CPU") -> float:
+    """Estimated (or measured) run time of `op` on a device of `device_type`, in microseconds (module
+    docstring)."""
+    costs = costs_of(device_type)
+    hit = measured.get(op._name) if measured else None
+    if hit is not None:
+        cpu = costs_of("CPU")
+        return float(hit) if costs is cpu else float(hit) * _estimate(op, costs) / _estimate(op, cpu)
+    return _estimate(op, costs)
+
+
+def _estimate(op, costs: DeviceCosts) -> float:
     out = sum(_elements(t._shape) for t in op._outputs)
     kind = op._opdef.name
     if kind in ("MatMul", "BatchMatMulV2") and op._inputs:
         a = _dims(op._inputs[0]._shape)
         k = (a[-2] if op._attrs.get("transpose_a") or op._attrs.get("adj_x") else a[-1]) if len(a) >= 2 else 1
-        return OP_OVERHEAD_US + 2.0 * out * k / FLOPS_PER_US
+        return costs.op_overhead_us + 2.0 * out * k / costs.flops_per_us
     if kind == "Conv2D" and len(op._inputs) > 1:
         w = _dims(op._inputs[1]._shape)
         if len(w) == 4:
-            return OP_OVERHEAD_US + 2.0 * out * w[0] * w[1] * w[2] / FLOPS_PER_US
-    return OP_OVERHEAD_US + ELEMENT_US * out
+            return costs.op_overhead_us + 2.0 * out * w[0] * w[1] * w[2] / costs.flops_per_us
+    return costs.op_overhead_us + costs.element_us * out
 
 
 def transfer_us(nbytes: int) -> float:
@@ -104,8 +113,9 @@ IN_PROCESS = Links()
 class DeviceClocks:
     """The list schedule placement keeps while it places groups (module docstring)."""
 
-    def __init__(self, n_devices: int, measured=None, links: Links = IN_PROCESS):
-        self.free = [0.0] * n_devices
+    def __init__(self, device_types: list, measured=None, links: Links = IN_PROCESS):
+        self.types = list(device_types)        # per device index (device_types.py: each its cost table)
+        self.free = [0.0] * len(self.types)
         self.finish: dict = {}             # op name -> estimated finish time
         self.measured = measured
         self.links = links
@@ -128,16 +138,23 @@ class DeviceClocks:
         """`default`, or a candidate finishing `group` at least MIGRATION_US earlier, plus one transfer back
         to the default device (what the group's users there will wait for; placing one group at a time, the
         join of two branches is not seen when the first branch moves)."""
-        cost = sum(compute_us(m, self.measured) for m in group if m._name in in_run)
-        end = {d: self._ready(group, d, placed, nbytes) + cost for d in cands}
+        end = {d: self._ready(group, d, placed, nbytes) + self._cost(group, d, in_run) for d in cands}
         best = min(cands, key=lambda d: (end[d], d != default, d))
         back = self.links.transfer_us(best, default, 0) if best != default else 0.0
         return best if end[best] + MIGRATION_US + back < end[default] else default
+
+    def alias(self, op, twin) -> None:
+        """`op` is computed by `twin` (placement's equal ops): it finishes with it and occupies nothing."""
+        if twin._name in self.finish:
+            self.finish[op._name] = self.finish[twin._name]
+
+    def _cost(self, group, device: int, in_run) -> float:
+        return sum(compute_us(m, self.measured, self.types[device]) for m in group if m._name in in_run)
 
     def commit(self, group, device: int, placed: dict, nbytes, in_run) -> None:
         t = self._ready(group, device, placed, nbytes)
         for m in group:
             if m._name in in_run:
-                t += compute_us(m, self.measured)
+                t += compute_us(m, self.measured, self.types[device])
                 self.finish[m._name] = t
         self.free[device] = t

@@ -20,6 +20,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from eager.registry import device_type
 from eager.variables import assign_kernel
 
 from . import deadline, partial_run as _partial
@@ -80,7 +81,8 @@ class LocalRuntime(Runtime):
         super().after_run(executable, options, run_metadata)
         if options.trace_level and len(self.devices) > 1:
             for s in run_metadata.step_stats:
-                self._measured[s.name] = s.duration_us
+                if device_type(s.device or self.devices[0].name) == "CPU":   # cost_model: CPU times
+                    self._measured[s.name] = s.duration_us
 
     def partition_graph_defs(self, executable) -> list:
         return partition_graph_defs(executable.plan, self.devices[0].name)

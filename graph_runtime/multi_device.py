@@ -16,9 +16,10 @@ A traced run (`RunOptions(trace_level=FULL_TRACE)`) interprets every
 partition through `run_with` (executors.TracingExecutor), so step_stats hold
 the ops of every device, each with its device.  With an inter-op thread pool
 (`inter_op_parallelism_threads > 1`) the device threads are the inter-op
-threads (executors.ParallelExecutor); partial runs compile the placed graph
-without splitting it (partial_run.py), so nothing asks a multi-device plan
-for a single `schedule` (it raises).
+threads (executors.ParallelExecutor).  Partial runs (partial_run.py) step
+each partition's schedule themselves and run each call's share of every
+partition on its device thread through `each(work)`, the same runner; no
+one asks a multi-device plan for a single `schedule` (it raises).
 
 `close()` shuts the device threads down (the Session closes every plan it
 made, `Session.close`); a closed plan's run raises RuntimeError.
@@ -73,37 +74,49 @@ class MultiDevicePlan:
     def run_with(self, runner, vals):
         """One step; `runner(plan, args)` runs one partition's plan (None: its generated code; the tracing
         executor passes its interpreter, which names the failing op itself)."""
-        if self._closed:
-            raise RuntimeError(f"this multi-device plan (devices {self.devices}) was closed with its Session")
-        rdv = Rendezvous()
         args = [[vals[i] for i in idx] for idx in self._feed_index]
-        at = deadline.get()             # the step's deadline holds on every device thread
-        futures = [self._pool.submit(_run, rdv, plan, a, runner, at) for plan, a in zip(self.plans[1:], args[1:])]
-        outcomes = []
-        try:
-            result = _run(rdv, self.plans[0], args[0], runner, at)
-        except BaseException as e:          # noqa: B902 - joined below, re-raised
-            result, outcomes = None, [e]
-        for f in futures:
-            try:
-                f.result()
-            except BaseException as e:       # noqa: B902
-                outcomes.append(e)
-        if outcomes:
-            real = [e for e in outcomes if not isinstance(e, StepAborted)]
-            raise (real or outcomes)[0]
+        if runner is None:
+            result = self.each(lambda k: self.plans[k].fn(*args[k]), map_errors=True)[0]
+        else:
+            result = self.each(lambda k: runner(self.plans[k], args[k]))[0]
         for i, r in self._var_returns:         # every partition has finished: the values after the step
             result[i] = Schedule.result(r, None)
         if self.container == "single":
             return result[0]
         return result if self.container == "list" else tuple(result)
 
+    def each(self, work, map_errors: bool = False) -> list:
+        """Run `work(k)` for every partition k under one rendezvous, partition k > 0 on its device thread and
+        the main one on the caller's thread; join them all (the barrier) and return their results, or raise
+        the first real error (the others' aborts are not).  `map_errors`: errors of generated code are
+        mapped to their op (plan.map_error); interpreters name the op themselves."""
+        if self._closed:
+            raise RuntimeError(f"this multi-device plan (devices {self.devices}) was closed with its Session")
+        rdv = Rendezvous()
+        at = deadline.get()             # the step's deadline holds on every device thread
+        futures = [self._pool.submit(_run, rdv, self.plans[k], work, k, at, map_errors)
+                   for k in range(1, len(self.plans))]
+        outcomes = []
+        try:
+            results = [_run(rdv, self.plans[0], work, 0, at, map_errors)]
+        except BaseException as e:          # noqa: B902 - joined below, re-raised
+            results, outcomes = [None], [e]
+        for f in futures:
+            try:
+                results.append(f.result())
+            except BaseException as e:       # noqa: B902
+                outcomes.append(e)
+        if outcomes:
+            real = [e for e in outcomes if not isinstance(e, StepAborted)]
+            raise (real or outcomes)[0]
+        return results
 
-def _run(rdv: Rendezvous, plan, args: list, runner=None, at=None):
+
+def _run(rdv: Rendezvous, plan, work, k: int, at, map_errors: bool):
     set_current(rdv)
     try:
         with deadline.scope(at):
-            return plan.fn(*args) if runner is None else runner(plan, args)
+            return work(k)
     except StepAborted:
         raise
     except Exception as e:
@@ -113,7 +126,7 @@ def _run(rdv: Rendezvous, plan, args: list, runner=None, at=None):
         if isinstance(cause, StepAborted):
             rdv.abort(cause)
             raise cause from None
-        err = plan.map_error(e) if runner is None else e
+        err = plan.map_error(e) if map_errors else e
         rdv.abort(err)
         raise err from None
     finally:

@@ -9,6 +9,19 @@ order of reads and writes), through `Step.apply` like every interpreting
 executor (executors.py), and returns the values as `Session.run` does.  Every
 step runs at most once per handle, so a stateful op does too.
 
+On several devices the plan is split per device as for `Session.run` (a
+`MultiDevicePlan`) and each partition's schedule is stepped through the same
+way: a call works out, per partition, the steps its fetches need (a needed
+`_Recv` needs the `_Send` of its key, in another partition, so a value's
+transfer happens in one call), and runs each partition's share on that
+partition's device thread, the main one on the caller's, through one
+rendezvous per call (`MultiDevicePlan.each`: an error aborts the call with
+the op's error, like a step).  So the partitions run on their devices and
+the rules above, and the results, are those of one device.  (TensorFlow's
+PRunSetup starts its executors once and they block on feeds; here a
+partition's executor is started by each call for the work that call needs,
+which gives the same values and runs nothing a fetch does not need.)
+
 TensorFlow's rules and messages (direct_session.cc, `PRun`), all
 `InvalidArgumentError`:
 - a handle that is unknown, finished (every feed fed and every fetch
@@ -35,12 +48,16 @@ from __future__ import annotations
 import itertools
 import threading
 import weakref
+from dataclasses import replace
 
 from eager import fp_semantics
 from eager.errors import InvalidArgumentError
 
 from .fetches import pack_result, resolve_feeds, resolve_fetches
+from .multi_device import MultiDevicePlan
+from .partition import RECV, SEND
 from .pipeline import prepare
+from .plan import Schedule
 
 _SETUP_FIRST = "Must run 'setup' before performing partial runs!"
 _ids = itertools.count()
@@ -55,6 +72,43 @@ def fetch_key(item, target) -> str:
     return target.name
 
 
+class _Progress:
+    """One plan's state in a partial run (the whole run on one device, or one device's partition): the
+    values computed so far, which steps ran, how many step inputs still read each value."""
+
+    def __init__(self, plan, feed_of_slot):
+        sched = plan.schedule
+        self.sched = sched
+        self.values = sched.initial_values(())
+        self.feed_of_slot = feed_of_slot        # the plan's feed slot -> the run's feed index
+        self.ran = [False] * len(sched.steps)
+        self.remaining = dict(sched.refcount)   # value id -> step inputs still to read it
+        producer = {}
+        for i, s in enumerate(sched.steps):
+            for v in s.outputs:
+                if v >= 0:
+                    producer[v] = i
+            producer[("op", s.op.name)] = i
+        self.producer = producer
+
+    def run(self, todo) -> None:
+        with fp_semantics.ignoring():
+            for i in todo:
+                s = self.sched.steps[i]
+                s.apply(self.values)
+                self.ran[i] = True
+                for v in s.inputs:
+                    self.remaining[v] -= 1
+
+    def drop_dead_values(self, pending) -> None:
+        """Free values no pending step reads and no pending fetch (value ids `pending`) returns."""
+        values, sched = self.values, self.sched
+        n_feeds = len(sched.feeds)
+        for v, n in self.remaining.items():
+            if n == 0 and v not in pending and v not in sched.consts and values[v] is not None and v >= n_feeds:
+                values[v] = None
+
+
 class PartialRunHandle:
     """A partial run in progress (see the module docstring); `release()` frees it."""
 
@@ -62,22 +116,22 @@ class PartialRunHandle:
         self._id = next(_ids)
         self._session = weakref.ref(session)
         self._lock = threading.Lock()
-        sched = plan.schedule
         self._plan = plan
-        self._values = sched.initial_values(())
-        self._feed_index = {n: i for i, n in enumerate(feed_names)}     # feed name -> value id
+        if isinstance(plan, MultiDevicePlan):
+            self._parts = [_Progress(p, [i for i, _ in part.feeds]) for p, part in zip(plan.plans, plan.parts)]
+            main = plan.parts[0].returns       # the run's returns (a variable is read after the partitions)
+            self._returns = [r if r.kind == "var" else self._parts[0].sched.returns[i] for i, r in enumerate(main)]
+            self._senders = {s.op.get_attr("key"): (k, i) for k, part in enumerate(self._parts)
+                             for i, s in enumerate(part.sched.steps) if s.op._opdef is SEND}
+        else:
+            self._parts = [_Progress(plan, list(range(len(feed_names))))]
+            self._returns = list(plan.schedule.returns)
+            self._senders = {}
+        self._feed_names = list(feed_names)
+        self._feed_index = {n: i for i, n in enumerate(feed_names)}     # feed name -> the run's feed index
         self._fed: set = set()
-        self._fetch_index = fetch_index          # fetch key -> index in plan.returns
+        self._fetch_index = fetch_index          # fetch key -> index in the run's returns
         self._fetched: set = set()
-        self._ran = [False] * len(sched.steps)
-        self._remaining = dict(sched.refcount)   # value id -> step inputs still to read it
-        producer = {}
-        for i, s in enumerate(sched.steps):
-            for v in s.outputs:
-                if v >= 0:
-                    producer[v] = i
-            producer[("op", s.op.name)] = i
-        self._producer = producer
         self._live = True
 
     @property
@@ -87,8 +141,9 @@ class PartialRunHandle:
     def release(self) -> None:
         """Free the values this partial run holds; further partial runs on it raise."""
         self._live = False
-        self._values = None
-        self._plan = None
+        plan, self._plan, self._parts = self._plan, None, None
+        if isinstance(plan, MultiDevicePlan):
+            plan.close()
 
     def __repr__(self):
         return f"<PartialRunHandle {self._id}{'' if self._live else ' released'}>"
@@ -113,9 +168,12 @@ def declare(graph, fetches, feeds) -> tuple:
 
 def setup(session, fetches, feeds) -> PartialRunHandle:
     feed_tensors, items, targets, fetch_index = declare(session.graph, fetches, feeds)
-    # placed (bad device requests raise as in run) but not split: one schedule, stepped through call by call
-    plan = prepare(session.graph, feed_tensors, (), targets, session.config, returns=items, container="list",
-                   split_devices=False)
+    # placed (bad device requests raise as in run) and, on several devices, split: each partition's
+    # schedule is stepped through call by call, on its device.  Without fusion: a fused group computes all
+    # its outputs at once, so a fetch that needs only the feeds given so far would wait for a feed another
+    # output of its group reads (the feed-when-ready rule)
+    config = replace(session.config, disabled_passes=tuple(session.config.disabled_passes) + ("fusion",))
+    plan = prepare(session.graph, feed_tensors, (), targets, config, returns=items, container="list")
     # target ops keep their names through the optimizer (the pipeline preserves them); a target with no
     # step (a constant, an op whose outputs are all fed) has nothing to run
     return PartialRunHandle(session, plan, [t.name for t in feed_tensors], fetch_index)
@@ -171,75 +229,71 @@ def cannot_compute(feed_name: str, key: str) -> InvalidArgumentError:
 
 
 def _check(session, handle, fetches, feed_dict) -> tuple:
-    """Validate one request: -> (feed value ids, fetch keys, steps to run, container, packer)."""
+    """Validate one request: -> (the run's feed indices, fetch keys, steps to run per plan, container, packer)."""
     feed_ids, keys, container, packer = check_request(session.graph, handle._feed_index, handle._fed,
                                                       handle._fetch_index, handle._fetched, fetches, feed_dict)
-    todo = _steps_to_run(handle, handle._plan.schedule, keys, handle._fed | set(feed_ids))
+    todo = _steps_to_run(handle, keys, handle._fed | set(feed_ids))
     return feed_ids, keys, todo, container, packer
 
 
 def _execute(handle, feed_dict, feed_ids, keys, todo, container, packer):
-    sched = handle._plan.schedule
-    values = handle._values
-    converted = [sched.converters[i](v) for i, v in zip(feed_ids, feed_dict.values())]
-    for i, v in zip(feed_ids, converted):
-        values[i] = v
+    parts = handle._parts
+    for i, v in zip(feed_ids, feed_dict.values()):
+        slots = [(part, j) for part in parts for j, f in enumerate(part.feed_of_slot) if f == i]
+        converted = slots[0][0].sched.converters[slots[0][1]](v) if slots else None
+        for part, j in slots:
+            part.values[j] = converted
     handle._fed.update(feed_ids)
-    with fp_semantics.ignoring():
-        for i in todo:
-            s = sched.steps[i]
-            s.apply(values)
-            handle._ran[i] = True
-            for v in s.inputs:
-                handle._remaining[v] -= 1
-    out = [sched.result(sched.returns[handle._fetch_index[key]], values) for key in keys]
+    if isinstance(handle._plan, MultiDevicePlan):
+        handle._plan.each(lambda k: parts[k].run(todo[k]))   # each partition on its device, one rendezvous
+    else:
+        parts[0].run(todo[0])
+    out = [Schedule.result(handle._returns[handle._fetch_index[key]], parts[0].values) for key in keys]
     handle._fetched.update(keys)
-    _drop_dead_values(handle, sched)
+    pending = {handle._returns[i].vid for k, i in handle._fetch_index.items() if k not in handle._fetched}
+    for k, part in enumerate(parts):
+        part.drop_dead_values(pending if k == 0 else ())
     return pack_result(out, container, packer)
 
 
-def _steps_to_run(handle, sched, keys, fed_now) -> list:
-    """The not-yet-run steps the fetches `keys` need, in schedule order; checks their feeds are fed."""
-    n_feeds = len(sched.feeds)
-    need: set = set()
+def _steps_to_run(handle, keys, fed_now) -> list:
+    """Per plan, the not-yet-run steps the fetches `keys` need, in schedule order (a `_Recv` needs its
+    `_Send`, in another partition); checks that their feeds are fed."""
+    parts = handle._parts
+    need = [set() for _ in parts]
     stack = []
 
-    def want_value(vid, key):
-        if vid < n_feeds:
-            if vid not in fed_now:
-                raise cannot_compute(sched.feeds[vid].name, key)
+    def want_step(k, i, key):
+        if not parts[k].ran[i] and i not in need[k]:
+            need[k].add(i)
+            stack.append((k, i, key))
+
+    def want_value(k, vid, key):
+        part = parts[k]
+        if vid < len(part.sched.feeds):
+            if part.feed_of_slot[vid] not in fed_now:
+                raise cannot_compute(handle._feed_names[part.feed_of_slot[vid]], key)
             return
-        i = handle._producer.get(vid)
-        if i is not None and not handle._ran[i] and i not in need:
-            need.add(i)
-            stack.append((i, key))
+        i = part.producer.get(vid)
+        if i is not None:
+            want_step(k, i, key)
 
     for key in keys:
-        r = sched.returns[handle._fetch_index[key]]
+        r = handle._returns[handle._fetch_index[key]]
         if r.kind == "value":
-            want_value(r.vid, key)
+            want_value(0, r.vid, key)
         elif r.kind == "none":
-            i = handle._producer.get(("op", key))
-            if i is not None and not handle._ran[i] and i not in need:
-                need.add(i)
-                stack.append((i, key))
+            for k, part in enumerate(parts):       # a target runs in its own device's partition
+                i = part.producer.get(("op", key))
+                if i is not None:
+                    want_step(k, i, key)
     while stack:
-        i, key = stack.pop()
-        s = sched.steps[i]
+        k, i, key = stack.pop()
+        s = parts[k].sched.steps[i]
         for v in s.inputs:
-            want_value(v, key)
+            want_value(k, v, key)
         for d in s.deps:
-            if not handle._ran[d] and d not in need:
-                need.add(d)
-                stack.append((d, key))
-    return sorted(need)
-
-
-def _drop_dead_values(handle, sched) -> None:
-    """Free values no pending step reads and no pending fetch returns."""
-    pending = {sched.returns[i].vid for k, i in handle._fetch_index.items() if k not in handle._fetched}
-    values = handle._values
-    n_feeds = len(sched.feeds)
-    for v, n in handle._remaining.items():
-        if n == 0 and v not in pending and v not in sched.consts and values[v] is not None and v >= n_feeds:
-            values[v] = None
+            want_step(k, d, key)
+        if s.op._opdef is RECV:
+            want_step(*handle._senders[s.op.get_attr("key")], key)
+    return [sorted(n) for n in need]

@@ -30,10 +30,12 @@ out-of-place op when that input comes from another device: the received
 buffer is the sender's (or, between processes, a read-only deserialized one).
 A `_Recv` no `_Send` of the step feeds (one imported from a GraphDef) is
 refused before the step runs (InvalidArgumentError).
-Each partition keeps the global creation order, which is a topological order
-of the whole step: run sequentially per device ("creation" schedule), a
-`_Recv` only waits for a `_Send` earlier in that order, so A->B->A chains do
-not deadlock.
+Each partition is built in one order of the whole step (the pipeline's
+`order`: device_schedule.py; else creation order), a topological order of
+the step, with each `_Send` right after the op making its value and each
+`_Recv` right before its first reader: run sequentially per device in that
+order (the partitions' plans use it as their schedule), a `_Recv` only waits
+for a `_Send` earlier in it, so A->B->A chains do not deadlock.
 
 Imports `eager` and sibling modules.
 """
@@ -113,12 +115,14 @@ def _dummy(part: "Part", name: str, controls=()):
 
 
 def split(graph, feeds, returns, targets, default_device: str, compression: str = "", gather: bool = True,
-          var_device=None) -> list:
+          var_device=None, order=None) -> list:
     """The partitions of a run (module docstring), or [] when its ops are on one device.
 
     An op without a device (made by an optimizer pass after placement) runs on `default_device`.
     `compression` ("float16", "truncate16" or ""): how float32 values cross devices (lossy; the
-    config's `transfer_compression`, off by default).
+    config's `transfer_compression`, off by default).  `order(ops, devices)` (optional): the needed ops
+    (creation order) and their devices -> the same ops in the order the step runs them
+    (device_schedule.py); each partition is built in that order.
 
     `gather=False` (distributed sessions, where each partition runs in its own process): there is no main
     partition; each partition returns the fetched values it computes and the variables that live on its
@@ -136,9 +140,14 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
     elif len(devices) <= 1:
         return []
     devices.sort()
+    if order is not None and (len(devices) > 1 or not gather):
+        ops = order(ops, [where[id(op)] for op in ops])
     parts = {d: Part(d, Graph(f"{graph.name}@{d}", resources=graph.resources)) for d in devices}
     main = parts[devices[0]]
     fed = {id(t): i for i, t in enumerate(feeds)}
+    runs = [op for op in ops if not (op._outputs and all(id(o) in fed for o in op._outputs) and
+                                     op._opdef.effect != "write")]      # an op whose outputs are all fed does not
+    readers = _remote_readers(runs, where, fed, main.device if gather else None, fetches)
     local: dict = {}        # (id(src tensor), device) -> tensor in that device's graph
     made: dict = {}         # id(src op) -> op in its partition
 
@@ -154,38 +163,42 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
             part.feeds.append((fed[id(t)], local[(id(t), d)]))
         return local[(id(t), d)]
 
-    def value_in(t, d):
+    def how(t):
+        return {"compression": compression} if compression and t._dtype == dtypes.float32 else {}
+
+    def send(t, src, d):            # right after its producer: the receiver need not wait for more
+        s = parts[src]
+        s.targets.append(_add(s, SEND, (made[id(t._op)]._outputs[t._index],), {"key": f"{t.name};{src};{d}",
+                                                                              **how(t)},
+                              f"{t._op._name}/_send_{t._index}"))
+
+    def value_in(t, d):             # a received value is made right before its first reader
         if id(t) in fed:
             return feed_in(t, d)
         src = where[id(t._op)]
         if src == d:
             return made[id(t._op)]._outputs[t._index]
         if (id(t), d) not in local:
-            key = f"{t.name};{src};{d}"
-            s = parts[src]
-            how = {"compression": compression} if compression and t._dtype == dtypes.float32 else {}
-            s.targets.append(_add(s, SEND, (made[id(t._op)]._outputs[t._index],), {"key": key, **how},
-                                  f"{t._op._name}/_send_{t._index}"))
-            local[(id(t), d)] = _add(parts[d], RECV, (), {"key": key, "dtype": t._dtype, "shape": t._shape._dims,
-                                                          **how}, f"{t._op._name}/_recv_{t._index}")._outputs[0]
+            local[(id(t), d)] = _add(parts[d], RECV, (), {"key": f"{t.name};{src};{d}", "dtype": t._dtype,
+                                                          "shape": t._shape._dims, **how(t)},
+                                     f"{t._op._name}/_recv_{t._index}")._outputs[0]
         return local[(id(t), d)]
+
+    def send_control(c, src, d):
+        s = parts[src]
+        dummy = _dummy(s, f"{c._name}/_ctrl", [made[id(c)]])
+        s.targets.append(_add(s, SEND, (dummy,), {"key": f"^{c._name};{src};{d}"}, f"{c._name}/_send"))
 
     def control_in(c, d):
         if where[id(c)] == d:
             return made[id(c)]
         if (id(c), d) not in local:
-            key = f"^{c._name};{where[id(c)]};{d}"
-            s = parts[where[id(c)]]
-            dummy = _dummy(s, f"{c._name}/_ctrl", [made[id(c)]])
-            s.targets.append(_add(s, SEND, (dummy,), {"key": key}, f"{c._name}/_send"))
-            local[(id(c), d)] = _add(parts[d], RECV, (), {"key": key, "dtype": dtypes.float32, "shape": ()},
-                                     f"{c._name}/_recv")
+            local[(id(c), d)] = _add(parts[d], RECV, (), {"key": f"^{c._name};{where[id(c)]};{d}",
+                                                          "dtype": dtypes.float32, "shape": ()}, f"{c._name}/_recv")
         return local[(id(c), d)]
 
-    for op in ops:
+    for op in runs:
         d = where[id(op)]
-        if all(id(o) in fed for o in op._outputs) and op._outputs and op._opdef.effect != "write":
-            continue                    # every output is fed: it does not run
         part = parts[d]
         ins = tuple(value_in(t, d) for t in op._inputs)
         ctrl = tuple(control_in(c, d) for c in op._control_inputs if id(c) in made)   # else: fed, not run
@@ -200,6 +213,11 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
                                     ctrl, d, op._frames)
         part.graph._name_counts.setdefault(op._name, 1)
         made[id(op)] = new
+        for t in op._outputs:
+            for dst in readers.get(id(t), ()):
+                send(t, d, dst)
+        for dst in readers.get(id(op), ()):
+            send_control(op, d, dst)
     if not gather:
         for i, r in enumerate(returns):
             if r.kind == "value" and id(r.tensor) not in fed:
@@ -219,6 +237,26 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
             parts[where[id(o)]].targets.append(made[id(o)])
     _check_senders(parts.values())
     return [parts[d] for d in devices]
+
+
+def _remote_readers(runs, where, fed, main, fetches) -> dict:
+    """id(tensor) -> the other devices that read it; id(op) -> the other devices with an op that has it as a
+    control input; `main` (gathering partitions) reads every fetched value."""
+    out: dict = {}
+    running = {id(op) for op in runs}
+    for op in runs:
+        d = where[id(op)]
+        for t in op._inputs:
+            if id(t) not in fed and where[id(t._op)] != d:
+                out.setdefault(id(t), {})[d] = None
+        for c in op._control_inputs:
+            if id(c) in running and where[id(c)] != d:
+                out.setdefault(id(c), {})[d] = None
+    if main is not None:
+        for t in fetches:
+            if id(t) not in fed and where[id(t._op)] != main:
+                out.setdefault(id(t), {})[main] = None
+    return out
 
 
 def _check_senders(parts) -> None:

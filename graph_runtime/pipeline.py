@@ -29,13 +29,15 @@ through named stages, in order:
    optimized inside it by the `bodies` pass, with the same disabled passes.
    The request's tensors and ops are looked up again by name in the result.
 5. `partition`: when the placed ops are on several devices, one graph per
-   device joined by `_Send`/`_Recv` pairs (partition.py); `compile` then
+   device joined by `_Send`/`_Recv` pairs (partition.py), each built in the
+   step's order (device_schedule.py: the configured schedule per device,
+   ready work before a wait on a `_Recv`), which is its schedule; `compile` then
    compiles one plan per partition into a `MultiDevicePlan`
    (multi_device.py: partitions run concurrently through a rendezvous).
    A distributed session (`config.cluster`) stops here (`partition_request`):
    its partitions are shipped to their tasks, which compile them
    (`compile_partition`: only the `TASK_PASSES` run there, nothing runs
-   twice; graph_runtime/distributed).
+   twice; graph_runtime/distributed), in the order they arrive in.
 6. `compile`: `compile_plan` (compiler.py): schedule, lower, generate code.
    The plan records the optimizer's report (`plan.optimization_report`).
 
@@ -53,6 +55,7 @@ from .compiler import Plan, ReturnItem, compile_plan
 from .cost_model import IN_PROCESS
 from .operation import GraphTensor, Operation
 from .multi_device import MultiDevicePlan
+from .device_schedule import step_order
 from .partition import split
 from .placement import local_devices, place_graph, variable_device
 from .passes import PassContext
@@ -131,24 +134,33 @@ def optimize(req: Request, config: SessionConfig, keep_effects: bool) -> Request
     return _in_graph(req, graph, report)
 
 
-def partition(req: Request, config: SessionConfig, source=None) -> Request:
+def partition(req: Request, config: SessionConfig, source=None, measured=None, links=IN_PROCESS) -> Request:
+    fed = {id(t) for t in req.feeds}
+    fetches = req.fetches
+    index = {d.name: i for i, d in enumerate(local_devices(config))}
+
+    def order(ops, devices):        # each partition is built in the step's order (device_schedule.py)
+        return step_order(ops, devices, fed, fetches, config.schedule, measured,
+                          lambda src, dst, nbytes: links.transfer_us(index.get(src, 0), index.get(dst, 0), nbytes))
+
     if config.cluster is not None:
         # a distributed session: every partition runs in its task's process and returns its own values;
         # variables live where placement puts them in the user's graph `source` (the same on every run)
         return replace(req, parts=tuple(split(
             req.graph, req.feeds, req.returns, req.targets, local_devices(config)[0].name,
             config.transfer_compression or "", gather=False,
-            var_device=lambda var: variable_device(source, var, config))))
-    if config.device_count is None or len(config.device_count) == 1 and config.device_count.get("CPU", 1) == 1:
+            var_device=lambda var: variable_device(source, var, config), order=order)))
+    if config.device_count is None or len(local_devices(config)) == 1:
         return req       # not placed, or one device: one partition
     default = local_devices(config)[0].name
     return replace(req, parts=tuple(split(req.graph, req.feeds, req.returns, req.targets, default,
-                                          config.transfer_compression or "")))
+                                          config.transfer_compression or "", order=order)))
 
 
 def compile(req: Request, config: SessionConfig, container: str, check_feeds: bool):
     if req.parts:
-        # each partition runs in creation order (a topological order of the whole step: no deadlock)
+        # each partition was built in the step's order (partition stage), which is its schedule: a
+        # topological order of the whole step, so no partition waits for a value sent later (no deadlock)
         # the main partition returns a list; variables are read by the MultiDevicePlan once every partition
         # has finished (its barrier), so the reads see every write of the step
         part_config = replace(config, schedule="creation")
@@ -173,7 +185,7 @@ def partition_request(graph, feeds, returns, targets, config: SessionConfig, lin
     req = residuals(prune(Request(graph, tuple(feeds), tuple(returns), tuple(targets))))
     shipped = replace(config, disabled_passes=config.disabled_passes + TASK_PASSES)
     req = optimize(place(req, config, links=links), shipped, False)
-    return partition(req, config, graph)
+    return partition(req, config, graph, links=links)
 
 
 def compile_partition(graph, feeds, returns, targets, config: SessionConfig) -> Plan:
@@ -186,23 +198,22 @@ def compile_partition(graph, feeds, returns, targets, config: SessionConfig) -> 
         out, report = run_optimizer(req.graph, list(req.preserve), passes, keep_stateful=False,
                                     options=config.pass_options)
         req = replace(req, report=report) if out is req.graph else _in_graph(req, out, report)
-    return compile(req, config, "list", True)
+    # the driver built the partition in the step's order (partition stage): that order is its schedule
+    return compile(req, replace(config, schedule="creation"), "list", True)
 
 
 def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] = None, *, returns=None,
             container: str = "tuple", check_feeds: bool = True, keep_effects: bool = False,
-            timings: Optional[dict] = None, split_devices: bool = True, measured=None, residual_specs=None) -> Plan:
+            timings: Optional[dict] = None, measured=None, residual_specs=None) -> Plan:
     """Compile `graph` for (feeds, fetches, targets) through the stages (see the module docstring).
 
     `fetches`: graph tensors whose values are returned; `returns` (optional)
     overrides the result list with `ReturnItem`s (Session: op targets -> None,
     variables -> their value); `container` is "single", "list" or "tuple".
     `timings` (a dict, optional) receives the seconds of the "optimize" and
-    "compile" stages (traced functions' phase times).  `split_devices=False`
-    places but does not partition: one plan runs every device's ops on the
-    caller's thread (partial runs: the same results, one schedule to step
-    through).  `measured` (op name -> microseconds, a Session's traced runs) refines placement's
-    cost model.  `residual_specs`: fetched variant tensor name -> the save spec the caller's
+    "compile" stages (traced functions' phase times).  `measured` (op name -> microseconds, a Session's
+    traced runs) refines the cost model of placement and of the device schedule.
+    `residual_specs`: fetched variant tensor name -> the save spec the caller's
     reader of it needs (residuals.py; a body whose enclosing op saves a nested op's values, a
     tape-recorded call's forward).
     """
@@ -214,8 +225,7 @@ def prepare(graph, feeds, fetches, targets=(), config: Optional[SessionConfig] =
     t0 = time.perf_counter()
     req = optimize(req, config, keep_effects)
     t1 = time.perf_counter()
-    if split_devices:
-        req = partition(req, config)
+    req = partition(req, config, measured=measured)
     plan = compile(req, config, container, check_feeds)
     if timings is not None:
         timings["optimize"] = t1 - t0

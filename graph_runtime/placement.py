@@ -32,7 +32,12 @@ pruned to the fetches, following TensorFlow's placer:
    when a list schedule of estimated compute and transfer times says it
    finishes clearly earlier there (cost_model.py: heavy independent branches
    spread over devices; measured times from a Session's traced runs replace
-   the estimates).  Groups are placed in creation (topological) order.
+   the estimates; each device type has its own cost table, device_types.py).
+   Groups are placed in creation (topological) order.
+5. Equal ops: an op the `common_subexpression` pass will merge into an
+   earlier one (same type, attrs, request and inputs, nothing stateful) goes
+   where that one went and costs nothing more, so a branch built twice is
+   placed on one device and computed once.
 
 The result is a copy of the graph (the user's ops are not touched) whose ops
 carry their full device name.  With one device and no op asking for a device
@@ -57,8 +62,10 @@ from .compiler import prune
 from .cost_model import IN_PROCESS, DeviceClocks
 from .op_traits import variables_of
 from .device_spec import DeviceSpec
+from .device_types import device_types
 from .passes.core import PassContext
-from .passes.rewriter import Rewriter
+from .passes.cse import merge_key
+from .passes.rewriter import Rewriter, has_subgraphs, is_stateful
 
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 
@@ -73,12 +80,15 @@ class Device:
 
 
 def local_devices(config) -> list:
-    """The devices `config.device_count` creates (one CPU when it is None), or, for a distributed session
+    """The devices `config.device_count` creates (one CPU when it is None; the CPUs first, then the other
+    registered device types in registration order, device_types.py), or, for a distributed session
     (`config.cluster`), that many CPUs on every task of the cluster, task by task (cluster_spec.py)."""
-    n = (config.device_count or {}).get("CPU", 1)
+    counts = {"CPU": 1, **(config.device_count or {})}
     if config.cluster is not None:
-        return [Device(f"{t.name}/device:CPU:{i}", "CPU") for t in config.cluster.tasks() for i in range(n)]
-    return [Device(f"/job:localhost/replica:0/task:0/device:CPU:{i}", "CPU") for i in range(n)]
+        return [Device(f"{t.name}/device:CPU:{i}", "CPU") for t in config.cluster.tasks()
+                for i in range(counts["CPU"])]
+    return [Device(f"/job:localhost/replica:0/task:0/device:{kind}:{i}", kind)
+            for kind in device_types() if kind in counts for i in range(counts[kind])]
 
 
 def _matches(spec: DeviceSpec, device: DeviceSpec) -> bool:
@@ -160,10 +170,16 @@ def assign(ops, config, graph_ops=None, measured=None, links=IN_PROCESS) -> dict
         members.setdefault(group_of[op._name], []).append(op)
     placed: dict = {}
     in_run = {op._name for op in ops}
-    clocks = DeviceClocks(len(devices), measured, links)
+    clocks = DeviceClocks([d.device_type for d in devices], measured, links)
+    twin_of = _twins(ops, group_of) if len(devices) > 1 else {}
     order, follows = _generators_last(ops, members, group_of)
     for op in order:
         if op._name in placed:
+            continue
+        twin = twin_of.get(op._name)
+        if twin is not None:            # computed once: common_subexpression merges it into its twin
+            placed[op._name] = placed[twin._name]
+            clocks.alias(op, twin)
             continue
         group = members[group_of[op._name]]
         request, first, conflict = _merged_request(group)
@@ -225,6 +241,27 @@ def _generators_last(ops, members: dict, group_of: dict) -> tuple:
                and len(members[group_of[op._name]]) == 1}
     order = [op for op in ops if op._name not in follows] + [op for op in ops if op._name in follows]
     return order, follows
+
+
+def _twins(ops, group_of) -> dict:
+    """op name -> an earlier op the `common_subexpression` pass will merge it into once both are on one
+    device (same type, attrs, request and merged inputs), for ops with no colocation group of their own:
+    placing the two apart would compute the value twice."""
+    first: dict = {}
+    rep: dict = {}              # id(op) -> its representative op
+    twins: dict = {}
+    for op in ops:
+        if is_stateful(op) or has_subgraphs(op) or not op._inputs or not op._outputs or \
+                group_of[op._name] != op._name:        # (a constant goes with its own first user instead)
+            continue
+        ins = [rep.get(id(t._op), t._op)._outputs[t._index] for t in op._inputs]
+        ctrl = [rep.get(id(c), c) for c in op._control_inputs]
+        key = merge_key(op, ins, ctrl)
+        other = first.setdefault(key, op)
+        if other is not op:
+            rep[id(op)] = other
+            twins[op._name] = other
+    return twins
 
 
 def variable_device(graph, var, config) -> str:

@@ -13,7 +13,7 @@ with `getattr` defaults.  Distributed sessions (graph_runtime/distributed) read
 task died: "raise", "reinitialize" or "restore") and `operation_timeout_in_ms`
 (the step deadline when `RunOptions.timeout_in_ms` is 0).
 
-Imports `cluster_spec` only (a leaf module).
+Imports `cluster_spec` and `device_types` only (leaf modules).
 """
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .cluster_spec import ClusterSpec
+from .device_types import device_types
 
 
 SCHEDULES = ("creation", "alap", "memory")
@@ -70,9 +71,11 @@ class SessionConfig:
                 raise ValueError(f"SessionConfig: device_count must be a dict of device type -> count >= 0, "
                                  f"e.g. {{'CPU': 2}}, got {dc!r}")
             dc = {k.upper(): v for k, v in dc.items()}
-            if {k for k, v in dc.items() if v} - {"CPU"}:
-                raise ValueError(f"SessionConfig: only virtual 'CPU' devices exist on this machine, got "
-                                 f"device_count={self.device_count!r}")
+            unknown = {k for k, v in dc.items() if v} - set(device_types())
+            if unknown:
+                raise ValueError(f"SessionConfig: only virtual {' and '.join(map(repr, device_types()))} devices "
+                                 f"exist on this machine, got device_count={self.device_count!r} (another type "
+                                 f"exists once registered: graph_runtime.device_types.register_device_type)")
             if dc.get("CPU", 1) < 1:
                 raise ValueError(f"SessionConfig: device_count needs at least one CPU, got {self.device_count!r}")
             object.__setattr__(self, "device_count", dc)

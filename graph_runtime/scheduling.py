@@ -4,13 +4,21 @@
 (compiler.prune) and returns them in the order of one schedule:
 
 - `"creation"`: creation order (a topological order, graph.py).
-- `"alap"`: as late as possible, counted back from the fetches: the order is
-  built backwards, and an op is placed (in reverse) as soon as every op that
-  depends on it is placed, so it runs right before its first consumer and a
-  value is not kept alive from the start (the seeds' Recv rule).  Sorting by
-  ALAP *level* (longest path to a fetch) instead was measured worse: once the
-  optimizer turns a chain into a tree, every branch of one level runs
-  together, and the peak on bench_session's graph rose from 16 to 24 MB.
+- `"alap"`: as late as possible, built backwards from the sinks (the
+  fetched ops, targets and other ops nothing needed reads): an op is placed
+  (in reverse) once every op that depends on it is placed, so it runs right
+  before its consumers and a value is not kept alive from the start (the
+  seeds' Recv rule).  When one placement readies several producers (the
+  inputs of one op), the one whose subtree needs the most memory beyond its
+  result runs first (Sethi-Ullman: estimated peak minus result bytes, from
+  static sizes), so a large value read last (exp(x) created first, reduced
+  by the final op) is computed last; ties go to input position.  Nothing
+  depends on creation order except the order of reads and writes, so the
+  same computation built in another order gets the same schedule (equal
+  peaks).  Sorting by ALAP *level* (longest path to a fetch) instead was
+  measured worse: once the optimizer turns a chain into a tree, every branch
+  of one level runs together, and the peak on bench_session's graph rose
+  from 16 to 24 MB.
 - `"memory"`: the lowest-peak order among three candidates: a greedy list
   schedule by live bytes, "alap" and "creation".  Each candidate's peak is
   estimated by walking it with static sizes (outputs allocated while the
@@ -42,25 +50,28 @@ from .op_traits import is_ordered
 from .run_config import SCHEDULES
 
 
-def _edges(ops, fed) -> tuple:
-    """(predecessors, successors) per op index over data (unfed), control and effect-order edges."""
+def dependency_edges(ops, fed) -> tuple:
+    """(predecessors, successors) per op index over data (unfed), control and effect-order edges.  An op's
+    predecessors are listed in its inputs' order, then its control inputs', then the previous read or
+    write: what the op is, not the order the graph was built in."""
     index = {id(op): i for i, op in enumerate(ops)}
-    preds = [set() for _ in ops]
+    preds = []
     last_ordered = -1
     for i, op in enumerate(ops):
-        p = preds[i]
+        p = {}
         for t in op._inputs:
             j = index.get(id(t._op))
             if j is not None and id(t) not in fed:
-                p.add(j)
+                p[j] = None
         for c in op._control_inputs:
             j = index.get(id(c))
             if j is not None:
-                p.add(j)
+                p[j] = None
         if is_ordered(op._opdef):
             if last_ordered >= 0:
-                p.add(last_ordered)
+                p[last_ordered] = None
             last_ordered = i
+        preds.append(list(p))
     succs = [[] for _ in ops]
     for i, p in enumerate(preds):
         for j in p:
@@ -78,7 +89,8 @@ def _levels(succs) -> list:
     return level
 
 
-def _nbytes(t) -> int:
+def static_bytes(t) -> int:
+    """Bytes of tensor `t` from its static shape (an unknown dimension counts as 1) and dtype."""
     dims = t.shape.dims
     n = 1
     if dims is not None:
@@ -97,15 +109,23 @@ def order_ops(ops: list, fed: set, fetches, kind: str = "creation") -> list:
         return ops
     if kind not in SCHEDULES:
         raise ValueError(f"unknown schedule {kind!r}: expected one of {SCHEDULES}")
-    preds, succs = _edges(ops, fed)
+    preds, succs = dependency_edges(ops, fed)
     if kind == "alap":
-        return [ops[i] for i in _alap_order(preds, succs)]
+        return [ops[i] for i in _alap_order(ops, fed, fetches, preds, succs)]
     # the greedy order is best on most graphs but not all: each candidate's peak is estimated, the lowest wins
     keep = {id(t) for t in fetches}
-    candidates = [_memory_order(ops, fed, keep, preds, succs, _levels(succs)), _alap_order(preds, succs),
-                  list(range(len(ops)))]
+    candidates = [_memory_order(ops, fed, keep, preds, succs, _levels(succs)),
+                  _alap_order(ops, fed, fetches, preds, succs), list(range(len(ops)))]
     best = min(candidates, key=lambda order: _estimated_peak(order, ops, fed, keep))
     return [ops[i] for i in best]
+
+
+def estimated_peak(ops: list, fed: set, fetches, kind: str) -> int:
+    """The peak live bytes (static sizes) of running `ops` (needed ops in creation order, as for
+    `order_ops`) in the order of schedule `kind`: the measure "memory" minimizes."""
+    order = order_ops(ops, fed, fetches, kind)
+    index = {id(op): i for i, op in enumerate(ops)}
+    return _estimated_peak([index[id(op)] for op in order], ops, fed, {id(t) for t in fetches})
 
 
 def _estimated_peak(order, ops, fed, keep) -> int:
@@ -122,7 +142,7 @@ def _estimated_peak(order, ops, fed, keep) -> int:
         for t in ops[i]._outputs:
             if id(t) in fed:
                 continue
-            size = _nbytes(t)
+            size = static_bytes(t)
             live += size
             if id(t) not in keep:
                 dying[max(k, last.get(id(t), k))] += size
@@ -131,18 +151,46 @@ def _estimated_peak(order, ops, fed, keep) -> int:
     return peak
 
 
-def _alap_order(preds, succs) -> list:
+def _alap_order(ops, fed, fetches, preds, succs) -> list:
+    """The "alap" order (module docstring): a reverse depth-first walk from the sinks, each op placed once
+    all its consumers are; of the producers one placement readies, the one with the largest subtree peak
+    beyond its result runs first (its subtree is placed last, in reverse)."""
+    excess = _subtree_excess(ops, fed, preds)
+    sink_rank = {}
+    for k, t in enumerate(fetches):
+        sink_rank.setdefault(id(t._op), k)
+    sinks = [i for i, s in enumerate(succs) if not s]
+    # forward-run order of the sinks: heavier subtrees first, then fetch order (targets after)
+    sinks.sort(key=lambda i: (-excess[i], sink_rank.get(id(ops[i]), len(sink_rank))))
     left = [len(s) for s in succs]
-    stack = [i for i, n in enumerate(left) if n == 0]
+    stack = sinks                # pushed first = popped last = placed last in reverse = runs first
     rev = []
     while stack:
         i = stack.pop()
         rev.append(i)
-        for j in sorted(preds[i]):
+        ready = []
+        for pos, j in enumerate(preds[i]):
             left[j] -= 1
             if left[j] == 0:
-                stack.append(j)
+                ready.append((-excess[j], pos, j))
+        ready.sort()
+        stack.extend(j for _, _, j in ready)
     return rev[::-1]
+
+
+def _subtree_excess(ops, fed, preds) -> list:
+    """Per op: the estimated peak bytes of computing it and what it needs, minus its result's bytes
+    (Sethi-Ullman's need, on static sizes; a shared producer counts in each consumer's subtree)."""
+    size = [sum(static_bytes(t) for t in op._outputs if id(t) not in fed) for op in ops]
+    peak = [0] * len(ops)
+    for i in range(len(ops)):                # creation order is topological
+        kids = sorted(preds[i], key=lambda j: size[j] - peak[j])     # largest excess first
+        held = best = 0
+        for j in kids:
+            best = max(best, held + peak[j])
+            held += size[j]
+        peak[i] = max(best, held + size[i])
+    return [p - s for p, s in zip(peak, size)]
 
 
 def _memory_order(ops, fed, keep, preds, succs, level) -> list:
@@ -156,7 +204,7 @@ def _memory_order(ops, fed, keep, preds, succs, level) -> list:
                 continue
             readers.setdefault(id(t), set()).add(i)
             tensor_of[id(t)] = t
-    out_bytes = [sum(_nbytes(t) for t in op._outputs if id(t) not in fed) for op in ops]
+    out_bytes = [sum(static_bytes(t) for t in op._outputs if id(t) not in fed) for op in ops]
 
     def score(i) -> int:
         freed = 0
@@ -164,7 +212,7 @@ def _memory_order(ops, fed, keep, preds, succs, level) -> list:
         for t in ops[i]._inputs:
             r = readers.get(id(t))
             if r is not None and id(t) not in seen and r == {i}:
-                freed += _nbytes(t)
+                freed += static_bytes(t)
                 seen.add(id(t))
         return out_bytes[i] - freed
 

@@ -39,7 +39,9 @@ from .rewriter import Rewriter, freeze_attrs, has_subgraphs, is_stateful
 _ORDER_SENSITIVE_FLOAT = frozenset({"Maximum", "Minimum"})
 
 
-def _key(op, ins, ctrl):
+def merge_key(op, ins, ctrl):
+    """What makes `op` equal to another op given its (already merged) inputs `ins` and control inputs
+    `ctrl` (module docstring); placement uses it too, to put ops this pass will merge on one device."""
     ids = [id(t) for t in ins]
     od = op._opdef
     if od.commutative and len(ids) == 2 and not (od.name in _ORDER_SENSITIVE_FLOAT and ins[0]._dtype.is_floating):
@@ -56,7 +58,7 @@ def eliminate_common_subexpressions(graph, ctx: PassContext):
             continue
         ins = rw.inputs(op)
         ctrl = rw.controls(op)
-        key = _key(op, ins, ctrl)
+        key = merge_key(op, ins, ctrl)
         first = seen.get(key)
         if first is not None:
             rw.replace(op, list(first._outputs), note=op._opdef.name)

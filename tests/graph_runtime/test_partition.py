@@ -409,3 +409,49 @@ def test_partial_runs_on_several_devices():
     with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 1})) as sess:
         with pytest.raises(InvalidArgumentError, match="CPU:1"):
             sess.partial_run_setup([c], [x, z])             # placement still checks the requests
+
+
+def test_partial_runs_on_two_devices_run_each_partition_on_its_device_and_match_one_device():
+    xv, zv = np.array([0.1, 0.2, 0.3], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    results, threads = [], []
+
+    def doubled(t):
+        threads.append(threading.current_thread().name)
+        return t.numpy() * 2.0
+
+    for config in (gr.SessionConfig(allow_soft_placement=True), gr.SessionConfig(device_count={"CPU": 2})):
+        g = gr.Graph()
+        with g.as_default():
+            x = gr.placeholder(ek.float32, (3,), name="x")
+            z = gr.placeholder(ek.float32, (3,), name="z")
+            with g.device("/cpu:0"):
+                v = ek.Variable(np.zeros(3, np.float32), name="v")
+            with g.device("/cpu:1"):
+                a = ek.reshape(ek.py_function(doubled, [ek.sin(x)], ek.float32), (3,), name="a")
+            with g.device("/cpu:0"):
+                b = ek.cos(a) + 1.0
+            with g.device("/cpu:1"):
+                c = b * z
+                bump = v.assign_add(c)
+            init = gr.global_variables_initializer()
+        threads.clear()
+        with gr.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            h = sess.partial_run_setup([a, b, c, bump], [x, z])
+            with pytest.raises(InvalidArgumentError, match="Fetch x:0 can't be computed"):
+                sess.partial_run(h, b)                      # x not fed yet: the handle stays usable
+            got = [sess.partial_run(h, b, {x: xv})]
+            with pytest.raises(InvalidArgumentError, match="Fetch z:0 can't be computed"):
+                sess.partial_run(h, c)
+            got += sess.partial_run(h, [a, c, bump], {z: zv})
+            got.append(sess.run(v))                         # the update ran once
+        results.append(got)
+        ran_on = list(threads)
+    np.testing.assert_allclose(results[1][0], np.cos(np.sin(xv) * 2) + 1, rtol=1e-6)
+    for one, two in zip(*results):
+        if one is None:
+            assert two is None
+        else:
+            np.testing.assert_allclose(two, one, rtol=1e-6)
+    np.testing.assert_allclose(results[1][-1], results[1][2], rtol=1e-6)
+    assert len(ran_on) == 1 and ran_on[0].startswith("graphjit-device"), ran_on   # a ran on CPU:1's thread

@@ -7,6 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 import eager as ek
 import graph_runtime as gr
+from graph_runtime.compiler import prune
+from graph_runtime.scheduling import estimated_peak
 
 SCHEDULES = ("creation", "alap", "memory")
 
@@ -195,3 +197,82 @@ def test_the_memory_schedule_never_peaks_higher_than_alap_or_creation(build):
     assert peaks["memory"] <= min(peaks["alap"], peaks["creation"]) + 0.25, peaks
     for kind in SCHEDULES:
         np.testing.assert_allclose(results[kind], results["creation"], rtol=1e-12)
+
+
+# ------------------------------------------------------------------ alap from the sinks; "memory" <= both others
+def _late_value_built(big_first: bool, n=300):
+    """The late-value computation, with exp(x) built first or last: the same computation either way."""
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float64, [n, n], name="x")
+        big = ek.exp(x) if big_first else None
+        s = ek.reduce_sum(x)
+        for i in range(4):
+            s = s + ek.reduce_sum(ek.sin(x * float(i + 2)))
+        big = ek.exp(x) if big is None else big
+        out = ek.reduce_sum(big * s)          # exp(x) itself is read by the last ops
+    return g, x, out, big
+
+
+def _estimated(x, out, kind) -> int:
+    ops = prune([x], [out], [])
+    return estimated_peak(ops, {id(x)}, [out], kind)
+
+
+def test_alap_does_not_depend_on_build_order_and_runs_a_value_read_last_late():
+    one = 300 * 300 * 8
+    xv = np.random.default_rng(1).standard_normal((300, 300)) * 0.1
+    estimates, peaks, results = [], [], []
+    for big_first in (True, False):
+        g, x, out, big = _late_value_built(big_first)
+        estimates.append(_estimated(x, out, "alap"))
+        sess = gr.Session(graph=g, config=gr.SessionConfig(schedule="alap", optimize=False))
+        md = gr.RunMetadata()
+        results.append(sess.run(out, {x: xv}, options=gr.RunOptions(trace_level=gr.RunOptions.FULL_TRACE),
+                                run_metadata=md))
+        types = [s.type for s in md.step_stats]
+        assert types.index("Exp") > max(i for i, t in enumerate(types) if t == "Sin"), types
+        peaks.append(_peak(sess, out, {x: xv}))
+        sess.close()
+    assert estimates[0] == estimates[1] < 2.1 * one      # exp(x) never lives next to the temporaries
+    assert abs(peaks[0] - peaks[1]) < 0.25 * one, peaks
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-12)
+
+
+def _creation_beats_alap(x):
+    """exp(x) read early by a sum and late by a chain: creation order sums it first and frees it with the
+    chain's first op; a backwards schedule runs the sum (small result) last and keeps exp(x) alive."""
+    e = ek.exp(x)
+    a = ek.reduce_sum(e)
+    b = ek.sin(e)
+    for i in range(3):
+        b = ek.cos(b * float(i + 2))
+    return ek.reduce_sum(b) + a
+
+
+def _alap_beats_creation(x):
+    big = ek.exp(x)
+    s = ek.reduce_sum(x)
+    for i in range(4):
+        s = s + ek.reduce_sum(ek.sin(x * float(i + 2)))
+    return ek.reduce_sum(big) * s
+
+
+@pytest.mark.parametrize("build,winner", [(_creation_beats_alap, "creation"), (_alap_beats_creation, "alap")])
+def test_the_memory_schedule_is_never_above_the_winner_of_alap_and_creation(build, winner):
+    n = 200
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float64, [n, n], name="x")
+        out = build(x)
+    est = {kind: _estimated(x, out, kind) for kind in SCHEDULES}
+    loser = "alap" if winner == "creation" else "creation"
+    assert est[winner] < est[loser], est                  # each graph has the winner it was built for
+    assert est["memory"] <= est[winner], est
+    xv = np.random.default_rng(0).standard_normal((n, n)) * 0.1
+    peaks = {}
+    for kind in SCHEDULES:
+        sess = gr.Session(graph=g, config=gr.SessionConfig(schedule=kind, optimize=False))
+        peaks[kind] = _peak(sess, out, {x: xv}) / (n * n * 8)
+        sess.close()
+    assert peaks["memory"] <= peaks[winner] + 0.25 < peaks[loser], peaks
