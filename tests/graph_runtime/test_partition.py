@@ -359,7 +359,8 @@ def test_partition_graphs_keep_op_names_and_name_transfers_after_them():
     assert names == sorted(["x/_feed_0", "a", "a/_send_0", "a/_recv_0", "b", "y"])
 
 
-def _two_device_graph():
+def _two_device_graph(first=lambda x: ek.sin(x) * 2.0):
+    """x -> a on CPU:1 (`first(x)`) -> b on CPU:0 -> c on CPU:1 -> an update of v, which lives on CPU:0."""
     g = gr.Graph()
     with g.as_default():
         x = gr.placeholder(ek.float32, (3,), name="x")
@@ -367,7 +368,7 @@ def _two_device_graph():
         with g.device("/cpu:0"):
             v = ek.Variable(np.zeros(3, np.float32), name="v")
         with g.device("/cpu:1"):
-            a = ek.sin(x) * 2.0
+            a = first(x)
         with g.device("/cpu:0"):
             b = ek.cos(a) + 1.0
         with g.device("/cpu:1"):
@@ -420,20 +421,9 @@ def test_partial_runs_on_two_devices_run_each_partition_on_its_device_and_match_
         return t.numpy() * 2.0
 
     for config in (gr.SessionConfig(allow_soft_placement=True), gr.SessionConfig(device_count={"CPU": 2})):
-        g = gr.Graph()
-        with g.as_default():
-            x = gr.placeholder(ek.float32, (3,), name="x")
-            z = gr.placeholder(ek.float32, (3,), name="z")
-            with g.device("/cpu:0"):
-                v = ek.Variable(np.zeros(3, np.float32), name="v")
-            with g.device("/cpu:1"):
-                a = ek.reshape(ek.py_function(doubled, [ek.sin(x)], ek.float32), (3,), name="a")
-            with g.device("/cpu:0"):
-                b = ek.cos(a) + 1.0
-            with g.device("/cpu:1"):
-                c = b * z
-                bump = v.assign_add(c)
-            init = gr.global_variables_initializer()
+        g, x, z, a, b, c, bump, init = _two_device_graph(
+            lambda x: ek.reshape(ek.py_function(doubled, [ek.sin(x)], ek.float32), (3,)))
+        v = g.get_collection(gr.GraphKeys.GLOBAL_VARIABLES)[0]
         threads.clear()
         with gr.Session(graph=g, config=config) as sess:
             sess.run(init)
