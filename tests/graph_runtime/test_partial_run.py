@@ -5,6 +5,7 @@ import weakref
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import eager as ek
 import graph_runtime as gr
@@ -210,3 +211,61 @@ def test_one_handle_from_many_threads_runs_each_step_once():
         assert not errors
         assert results == {i: 1.0 + i for i in range(8)}
         assert float(v.numpy()) == 1.0
+
+
+# ------------------------------------------------------------------ random programs: 3 devices == 1 device
+@st.composite
+def _placed_programs(draw):
+    n = draw(st.integers(2, 10))
+    prog = [(draw(st.sampled_from(("add", "mul", "sin", "bump"))), draw(st.integers(0, i + 1)),
+             draw(st.integers(0, i + 1)), draw(st.integers(0, 2))) for i in range(n)]
+    fetches = draw(st.lists(st.integers(2, n + 1), min_size=2, max_size=4, unique=True))
+    split = draw(st.integers(1, len(fetches) - 1))
+    return prog, fetches, split
+
+
+def _placed_program(prog, fetch_ids, devices: bool):
+    """Values 0 and 1 are the feeds x and y; `bump` adds its operand to a variable (stateful, once)."""
+    g = gr.Graph()
+    with g.as_default():
+        vals = [gr.placeholder(ek.float64, [3], name="x"), gr.placeholder(ek.float64, [3], name="y")]
+        with g.device("/cpu:0"):
+            v = ek.Variable(np.zeros(3), name="v")
+        for kind, j, k, dev in prog:
+            p, q = vals[j], vals[k]
+            with g.device(f"/cpu:{dev}" if devices else ""):
+                vals.append({"add": lambda: p + q, "mul": lambda: p * q, "sin": lambda: ek.sin(p),
+                             "bump": lambda: v.assign_add(p)}[kind]())
+        init = gr.global_variables_initializer()
+    return g, vals[0], vals[1], [vals[i] for i in fetch_ids], v, init
+
+
+def _partial_results(program, devices: bool) -> list:
+    prog, fetch_ids, split = program
+    g, x, y, fetches, v, init = _placed_program(prog, fetch_ids, devices)
+    config = gr.SessionConfig(device_count={"CPU": 3} if devices else {"CPU": 1}, allow_soft_placement=True)
+    out = []
+    with gr.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        h = sess.partial_run_setup(fetches, [x, y])
+        for part, feed in ((fetches[:split], {x: np.array([0.5, -1.0, 2.0])}),
+                           (fetches[split:], {y: np.array([1.5, 0.25, -3.0])})):
+            try:
+                out.append(sess.partial_run(h, part, feed))
+            except InvalidArgumentError as e:          # a fetch needing y before it is fed: the same error
+                out.append(str(e))
+                break
+        out.append(sess.run(v))
+    return out
+
+
+@settings(deadline=None, max_examples=25)
+@given(_placed_programs())
+def test_partial_runs_on_three_devices_give_the_one_device_results_errors_and_state(program):
+    one, three = _partial_results(program, False), _partial_results(program, True)
+    assert len(one) == len(three)
+    for a, b in zip(one, three):
+        if isinstance(a, str):
+            assert a == b
+        else:
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
