@@ -9,7 +9,10 @@ an op holding bodies (If/While/Case) is as impure as the ops inside them.
 - `has_side_effects(op)`: running it changes the world (effect "write", or a
   body with such an op); such ops are kept even when unused.
 - `is_ordered(opdef)`: reads and writes keep program order (automatic control
-  dependencies, the executor's effect chain); inputs and pure ops do not.
+  dependencies, the executor's effect chain); inputs and pure ops do not, nor
+  a write that declares `extra["unordered"]` (a `_Send`: it writes only its
+  own rendezvous key, so chaining it after other writes would only make a
+  value wait for unrelated work, and a partial run's fetch for unrelated feeds).
 - `is_input(opdef)`, `is_alias(opdef)`.
 - `run_targets(graph, exclude)`: the ops a function-like graph (body, traced
   function, saved function) must run even when no output needs them: its
@@ -42,7 +45,7 @@ def is_alias(opdef) -> bool:
 
 
 def is_ordered(opdef) -> bool:
-    return opdef.effect == "read" or opdef.effect == "write"
+    return (opdef.effect == "read" or opdef.effect == "write") and not opdef.extra.get("unordered")
 
 
 def is_pinned(op) -> bool:

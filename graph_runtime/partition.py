@@ -83,6 +83,7 @@ def _recv_kernel(key, dtype, shape, compression=""):
 
 
 SEND = register_op("_Send", _send_kernel, lambda specs, attrs: [], num_outputs=0, effect="write",
+                   extra={"unordered": True},      # writes only its own key (op_traits.is_ordered)
                    doc="Send its input to another device's partition (partition.py).")
 RECV = register_op("_Recv", _recv_kernel, lambda specs, attrs: [Spec(attrs["shape"], attrs["dtype"])],
                    effect="input", doc="Receive a value sent by another device's partition (partition.py).")

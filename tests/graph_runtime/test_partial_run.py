@@ -269,3 +269,18 @@ def test_partial_runs_on_three_devices_give_the_one_device_results_errors_and_st
             assert a == b
         else:
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_fetch_needing_only_the_first_feed_is_not_fused_with_one_needing_the_second():
+    # x + (x + x) and y + (x + x) form one fusible group: fused, the first fetch waited for y
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float64, [3], name="x")
+        y = gr.placeholder(ek.float64, [3], name="y")
+        twice = x + x
+        first, second = x + twice, y + twice
+    xv, yv = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.5])
+    with gr.Session(graph=g) as sess:
+        h = sess.partial_run_setup([first, second], [x, y])
+        np.testing.assert_array_equal(sess.partial_run(h, first, {x: xv}), 3 * xv)
+        np.testing.assert_array_equal(sess.partial_run(h, second, {y: yv}), yv + 2 * xv)

@@ -445,3 +445,22 @@ def test_partial_runs_on_two_devices_run_each_partition_on_its_device_and_match_
             np.testing.assert_allclose(two, one, rtol=1e-6)
     np.testing.assert_allclose(results[1][-1], results[1][2], rtol=1e-6)
     assert len(ran_on) == 1 and ran_on[0].startswith("graphjit-device"), ran_on   # a ran on CPU:1's thread
+
+
+def test_a_partial_run_fetch_from_another_device_waits_for_no_unrelated_send():
+    # _Sends are not chained in program order: whichever of p's and q's sends comes first in CPU:1's
+    # partition, fetching the other needs only its own feed
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (3,), name="x")
+        y = gr.placeholder(ek.float32, (3,), name="y")
+        with g.device("/cpu:1"):
+            p = ek.multiply(y, 3.0, name="p")
+            q = ek.multiply(x, 2.0, name="q")
+        with g.device("/cpu:0"):
+            p, q = p + 1.0, q + 1.0
+    xv, yv = np.array([1.0, 2.0, 3.0], np.float32), np.array([0.5, 0.5, 0.5], np.float32)
+    with gr.Session(graph=g, config=TWO) as sess:
+        for first, feed, want in ((q, {x: xv}, 2 * xv + 1), (p, {y: yv}, 3 * yv + 1)):
+            h = sess.partial_run_setup([p, q], [x, y])
+            np.testing.assert_array_equal(sess.partial_run(h, first, feed), want)
