@@ -18,12 +18,13 @@ WORKERS = gr.ClusterSpec({"worker": 2})
 
 
 def two_branches():
-    """Two independent chains of 64x64 matmuls (about 0.3 ms each by the cost model), nothing placed."""
+    """Two independent chains of 64x64 matmuls (about 0.3 ms each by the cost model), nothing placed; not
+    the same ops (placement puts equal ops, which CSE merges, together)."""
     g = gr.Graph()
     with g.as_default():
         x = gr.placeholder(ek.float32, (64, 64), name="x")
         left = ek.matmul(ek.matmul(x, x, name="l1"), x, name="l2")
-        right = ek.matmul(ek.matmul(x, x, name="r1"), x, name="r2")
+        right = ek.matmul(ek.matmul(x, x, transpose_b=True, name="r1"), x, name="r2")
         out = ek.reduce_sum(left + right, name="out")
     return g, x, out
 
