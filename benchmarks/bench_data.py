@@ -8,8 +8,8 @@
    prefetch epoch <= 1.1 x max(input, compute).  Both sides hold the GIL for
    most of their work (the plan executor and the dataset's Python are Python),
    so the overlap is limited by what NumPy runs without it; where the input
-   costs under a tenth of the step, prefetch hands the pipeline back to the
-   consumer (eager/data/threads.py) and the epoch is input + compute.
+   costs under a tenth of the step, prefetch starts no thread
+   (eager/data/threads.py) and the epoch is input + compute.
 2. Pure input pipeline: `from_tensor_slices` of 60k 28x28 uint8 images,
    `shuffle(10000)`, `map` normalising to float32, `batch(64)`: elements per
    second beside a NumPy generator doing the same work (same buffered shuffle,

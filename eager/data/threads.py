@@ -3,13 +3,14 @@
 * `PrefetchIterator(source, n)`: one producer thread pulls from the source
   iterator into a queue of at most `n` elements, so producing element k+1
   overlaps with the consumer's work on element k.  Producer and consumer
-  share the GIL, so handing an element over costs thread switches; when the
-  first `PROBE` elements show that producing one takes under `NOT_WORTH` of
-  the consumer's time per element (even the fastest production), the thread
-  hands the source back and ends, and the consumer pulls it directly: an
-  overlap could save at most that share, the switches cost more (tf.data's
-  AUTOTUNE sizes its buffers for the same reason).  A producer that waits
-  (I/O, sleeps, NumPy without the GIL) keeps its thread.
+  share the GIL, so every hand-over costs thread switches (on a busy 2-core
+  machine they doubled a small training epoch).  So the first `PROBE`
+  elements are pulled directly and timed: if producing one (the fastest)
+  takes under `NOT_WORTH` of the consumer's time per element, an overlap
+  could save at most that share, and no thread is started; otherwise the
+  thread takes over the source (tf.data's AUTOTUNE sizes its buffers for the
+  same reason).  A producer that waits (I/O, sleeps, NumPy without the GIL)
+  gets its thread.
 * `ParallelMapIterator(source, fn, n)`: a pool of `n` threads applies `fn`;
   at most `2 * n` calls are in flight; results come out in input order.
 
@@ -34,7 +35,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 AUTOTUNE = -1
 _POLL = 0.05   # seconds a blocked producer waits before checking whether it must stop
 _JOIN_TIMEOUT = 10.0
-PROBE = 8           # elements timed before the prefetch thread decides whether it pays
+PROBE = 3           # elements pulled directly and timed before the prefetch thread is started, or not
 NOT_WORTH = 0.1     # producing under this share of the consumer's time per element: no thread
 
 
@@ -58,27 +59,17 @@ def _put(q: queue.Queue, item, stop: threading.Event) -> bool:
     return False
 
 
-def _produce(source, q: queue.Queue, stop: threading.Event, hand_back: threading.Event) -> None:
-    handed = False
+def _produce(source, q: queue.Queue, stop: threading.Event) -> None:
     try:
-        it = iter(source)
-        while True:
-            if hand_back.is_set():
-                handed = _put(q, ("source", it), stop)
+        for x in source:
+            if not _put(q, ("value", x), stop):
                 return
-            t0 = time.perf_counter()
-            try:
-                x = next(it)
-            except StopIteration:
-                _put(q, ("end", None), stop)
-                return
-            if not _put(q, ("value", x, time.perf_counter() - t0), stop):
-                return
+        _put(q, ("end", None), stop)
     except BaseException as e:     # delivered to the consumer's next()
         _put(q, ("error", e), stop)
     finally:
         close = getattr(source, "close", None)
-        if close is not None and not handed:
+        if close is not None:
             close()
 
 
@@ -97,55 +88,63 @@ class PrefetchIterator:
     """Elements of `source`, produced ahead by one background thread (see module doc)."""
 
     def __init__(self, source, buffer_size: int):
-        q: queue.Queue = queue.Queue(maxsize=max(1, buffer_size))
-        stop, self._hand_back = threading.Event(), threading.Event()
-        thread = threading.Thread(target=_produce, args=(source, q, stop, self._hand_back),
-                                  name="eager.data prefetch", daemon=True)
-        self._queue, self._done, self._direct = q, False, None
-        self._timed, self._fastest, self._consumed, self._gaps, self._returned_at = 0, float("inf"), 0.0, 0, None
-        self._finalizer = weakref.finalize(self, _stop_producer, stop, q, thread)
-        thread.start()
+        self._source, self._buffer_size = iter(source), buffer_size
+        self._queue, self._done, self._direct = None, False, False
+        self._pulled, self._fastest, self._consumed, self._gaps, self._returned_at = 0, float("inf"), 0.0, 0, None
 
     def __iter__(self):
         return self
 
     def __next__(self):
-        if self._direct is not None:
-            return next(self._direct)
+        if self._queue is not None:
+            return self._from_thread()
+        if self._direct:
+            return next(self._source)
+        if self._pulled == PROBE:
+            if self._fastest < NOT_WORTH * self._consumed / max(1, self._gaps):
+                self._direct = True
+                return next(self._source)
+            self._start()
+            return self._from_thread()
+        return self._probe()
+
+    def _probe(self):
+        """Pull one element directly, timing its production and the consumer's work on the one before."""
+        now = time.perf_counter()
+        if self._returned_at is not None:
+            self._consumed += now - self._returned_at
+            self._gaps += 1
+        x = next(self._source)
+        self._fastest = min(self._fastest, time.perf_counter() - now)
+        self._pulled += 1
+        # the consumer's work on the first element may include one-time work (tracing): not counted
+        self._returned_at = time.perf_counter() if self._pulled > 1 else None
+        return x
+
+    def _start(self):
+        q: queue.Queue = queue.Queue(maxsize=max(1, self._buffer_size))
+        stop = threading.Event()
+        thread = threading.Thread(target=_produce, args=(self._source, q, stop), name="eager.data prefetch",
+                                  daemon=True)
+        self._queue, self._source = q, None
+        self._finalizer = weakref.finalize(self, _stop_producer, stop, q, thread)
+        thread.start()
+
+    def _from_thread(self):
         if self._done:
             raise StopIteration
-        if self._returned_at is not None:
-            self._consumed += time.perf_counter() - self._returned_at
-            self._gaps += 1
-        item = self._queue.get()
-        kind = item[0]
+        kind, value = self._queue.get()
         if kind == "value":
-            self._time(item[2])
-            return item[1]
-        if kind == "source":        # the producer stopped: pull directly from now on
-            self._direct = item[1]
-            self._finalizer()
-            return next(self._direct)
+            return value
         self.close()
         if kind == "end":
             raise StopIteration
-        raise item[1]
-
-    def _time(self, produced: float) -> None:
-        """Count one element's production time; after PROBE of them decide whether the thread pays."""
-        if self._timed < PROBE:
-            self._timed += 1
-            self._fastest = min(self._fastest, produced)
-            if self._timed == PROBE and self._fastest < NOT_WORTH * self._consumed / max(1, self._gaps):
-                self._hand_back.set()
-            # the consumer's work on its first element may include one-time work (tracing): not counted
-            self._returned_at = time.perf_counter() if 1 < self._timed < PROBE else None
-        else:
-            self._returned_at = None
+        raise value
 
     def close(self) -> None:
         self._done = True
-        self._finalizer()
+        if self._queue is not None:
+            self._finalizer()
 
 
 def _shutdown_pool(pool: ThreadPoolExecutor, source) -> None:
