@@ -143,101 +143,137 @@ def split(graph, feeds, returns, targets, default_device: str, compression: str 
     devices.sort()
     if order is not None and (len(devices) > 1 or not gather):
         ops = order(ops, [where[id(op)] for op in ops])
-    parts = {d: Part(d, Graph(f"{graph.name}@{d}", resources=graph.resources)) for d in devices}
-    main = parts[devices[0]]
-    fed = {id(t): i for i, t in enumerate(feeds)}
+    splitter = _Splitter(graph, devices, feeds, where, compression)
+    fed = splitter.fed
     runs = [op for op in ops if not (op._outputs and all(id(o) in fed for o in op._outputs) and
                                      op._opdef.effect != "write")]      # an op whose outputs are all fed does not
-    readers = _remote_readers(runs, where, fed, main.device if gather else None, fetches)
-    local: dict = {}        # (id(src tensor), device) -> tensor in that device's graph
-    made: dict = {}         # id(src op) -> op in its partition
-
-    def feed_in(t, d):
-        part = parts[d]
-        if (id(t), d) not in local:
-            if where.get(id(t._op)) == d and id(t._op) in made:
-                local[(id(t), d)] = made[id(t._op)]._outputs[t._index]
-            else:
-                ph = _add(part, PLACEHOLDER, (), {"dtype": t._dtype, "shape": t._shape},
-                          f"{t._op._name}/_feed_{t._index}")._outputs[0]
-                local[(id(t), d)] = ph
-            part.feeds.append((fed[id(t)], local[(id(t), d)]))
-        return local[(id(t), d)]
-
-    def how(t):
-        return {"compression": compression} if compression and t._dtype == dtypes.float32 else {}
-
-    def send(t, src, d):            # right after its producer: the receiver need not wait for more
-        s = parts[src]
-        s.targets.append(_add(s, SEND, (made[id(t._op)]._outputs[t._index],), {"key": f"{t.name};{src};{d}",
-                                                                              **how(t)},
-                              f"{t._op._name}/_send_{t._index}"))
-
-    def value_in(t, d):             # a received value is made right before its first reader
-        if id(t) in fed:
-            return feed_in(t, d)
-        src = where[id(t._op)]
-        if src == d:
-            return made[id(t._op)]._outputs[t._index]
-        if (id(t), d) not in local:
-            local[(id(t), d)] = _add(parts[d], RECV, (), {"key": f"{t.name};{src};{d}", "dtype": t._dtype,
-                                                          "shape": t._shape._dims, **how(t)},
-                                     f"{t._op._name}/_recv_{t._index}")._outputs[0]
-        return local[(id(t), d)]
-
-    def send_control(c, src, d):
-        s = parts[src]
-        dummy = _dummy(s, f"{c._name}/_ctrl", [made[id(c)]])
-        s.targets.append(_add(s, SEND, (dummy,), {"key": f"^{c._name};{src};{d}"}, f"{c._name}/_send"))
-
-    def control_in(c, d):
-        if where[id(c)] == d:
-            return made[id(c)]
-        if (id(c), d) not in local:
-            local[(id(c), d)] = _add(parts[d], RECV, (), {"key": f"^{c._name};{where[id(c)]};{d}",
-                                                          "dtype": dtypes.float32, "shape": ()}, f"{c._name}/_recv")
-        return local[(id(c), d)]
-
+    readers = _remote_readers(runs, where, fed, splitter.main.device if gather else None, fetches)
     for op in runs:
+        splitter.copy_op(op, readers)
+    if gather:
+        splitter.return_from_main(returns)
+    else:
+        splitter.return_where_computed(returns, var_device)
+    splitter.add_targets(targets)
+    _check_senders(splitter.parts.values())
+    return [splitter.parts[d] for d in devices]
+
+
+class _Splitter:
+    """The partitions being built: each op copied into its device's graph; a value or control edge that
+    crosses devices becomes a `_Send` right after its producer and one `_Recv` (per tensor and
+    destination) right before its first reader."""
+
+    def __init__(self, graph, devices, feeds, where: dict, compression: str):
+        self.parts = {d: Part(d, Graph(f"{graph.name}@{d}", resources=graph.resources)) for d in devices}
+        self.main = self.parts[devices[0]]
+        self.where = where                                      # id(src op) -> its device
+        self.fed = {id(t): i for i, t in enumerate(feeds)}      # id(fed tensor) -> index in the run's feeds
+        self.compression = compression
+        self.local: dict = {}     # (id(src tensor or control op), device) -> its stand-in in that device's graph
+        self.made: dict = {}      # id(src op) -> op in its partition
+
+    def copy_op(self, op, readers: dict) -> None:
+        """`op` in its device's partition (inputs received there when made elsewhere), then a `_Send` to each
+        other device that reads one of its outputs or has it as a control input (`readers`)."""
+        fed, where, made = self.fed, self.where, self.made
         d = where[id(op)]
-        part = parts[d]
-        ins = tuple(value_in(t, d) for t in op._inputs)
-        ctrl = tuple(control_in(c, d) for c in op._control_inputs if id(c) in made)   # else: fed, not run
+        ins = tuple(self.value_in(t, d) for t in op._inputs)
+        ctrl = tuple(self.control_in(c, d) for c in op._control_inputs if id(c) in made)   # else: fed, not run
         opdef, attrs = op._opdef, op._attrs
         writes = opdef.extra.get("writes_input")
         if writes is not None:
             t = op._inputs[attrs[writes[0]]]
             if id(t) in fed or where[id(t._op)] != d:     # never write into a buffer from another device
                 opdef, attrs = writes[1](attrs)
-        new = part.graph._create_op(opdef, ins, attrs, op._name,
-                                    [Spec(o._shape._dims, o._dtype, o._static_value) for o in op._outputs],
-                                    ctrl, d, op._frames)
-        part.graph._name_counts.setdefault(op._name, 1)
-        made[id(op)] = new
+        graph = self.parts[d].graph
+        made[id(op)] = graph._create_op(opdef, ins, attrs, op._name,
+                                        [Spec(o._shape._dims, o._dtype, o._static_value) for o in op._outputs],
+                                        ctrl, d, op._frames)
+        graph._name_counts.setdefault(op._name, 1)
         for t in op._outputs:
             for dst in readers.get(id(t), ()):
-                send(t, d, dst)
+                self.send(t, d, dst)
         for dst in readers.get(id(op), ()):
-            send_control(op, d, dst)
-    if not gather:
+            self.send_control(op, d, dst)
+
+    def _how(self, t) -> dict:
+        return {"compression": self.compression} if self.compression and t._dtype == dtypes.float32 else {}
+
+    def send(self, t, src, d) -> None:
+        """`_Send` of `t` from `src` to `d`, right after its producer: the receiver need not wait for more."""
+        s = self.parts[src]
+        s.targets.append(_add(s, SEND, (self.made[id(t._op)]._outputs[t._index],),
+                              {"key": f"{t.name};{src};{d}", **self._how(t)}, f"{t._op._name}/_send_{t._index}"))
+
+    def send_control(self, c, src, d) -> None:
+        """A dummy scalar sent from `src` to `d` once `c` has run: a control edge across devices."""
+        s = self.parts[src]
+        dummy = _dummy(s, f"{c._name}/_ctrl", [self.made[id(c)]])
+        s.targets.append(_add(s, SEND, (dummy,), {"key": f"^{c._name};{src};{d}"}, f"{c._name}/_send"))
+
+    def feed_in(self, t, d):
+        """Fed tensor `t` in device `d`'s graph: its producer there if copied, else a `Placeholder`."""
+        part, key = self.parts[d], (id(t), d)
+        if key not in self.local:
+            if self.where.get(id(t._op)) == d and id(t._op) in self.made:
+                self.local[key] = self.made[id(t._op)]._outputs[t._index]
+            else:
+                self.local[key] = _add(part, PLACEHOLDER, (), {"dtype": t._dtype, "shape": t._shape},
+                                       f"{t._op._name}/_feed_{t._index}")._outputs[0]
+            part.feeds.append((self.fed[id(t)], self.local[key]))
+        return self.local[key]
+
+    def value_in(self, t, d):
+        """Tensor `t` as device `d`'s graph sees it: fed, made there, or a `_Recv` made right before its
+        first reader."""
+        if id(t) in self.fed:
+            return self.feed_in(t, d)
+        src = self.where[id(t._op)]
+        if src == d:
+            return self.made[id(t._op)]._outputs[t._index]
+        key = (id(t), d)
+        if key not in self.local:
+            self.local[key] = _add(self.parts[d], RECV, (), {"key": f"{t.name};{src};{d}", "dtype": t._dtype,
+                                                             "shape": t._shape._dims, **self._how(t)},
+                                   f"{t._op._name}/_recv_{t._index}")._outputs[0]
+        return self.local[key]
+
+    def control_in(self, c, d):
+        """Control input `c` as device `d`'s graph sees it: the op itself, or the `_Recv` of its dummy."""
+        src = self.where[id(c)]
+        if src == d:
+            return self.made[id(c)]
+        key = (id(c), d)
+        if key not in self.local:
+            self.local[key] = _add(self.parts[d], RECV, (), {"key": f"^{c._name};{src};{d}",
+                                                             "dtype": dtypes.float32, "shape": ()},
+                                   f"{c._name}/_recv")
+        return self.local[key]
+
+    def return_from_main(self, returns) -> None:
+        """Every return comes from the main partition (fetched values of other devices are sent to it)."""
+        main = self.main
+        main.returns = [ReturnItem("value", tensor=self.value_in(r.tensor, main.device)) if r.kind == "value"
+                        else r for r in returns]
+
+    def return_where_computed(self, returns, var_device) -> None:
+        """Each fetched value from the partition computing it, each variable from its device's partition."""
         for i, r in enumerate(returns):
-            if r.kind == "value" and id(r.tensor) not in fed:
-                owner = parts[where[id(r.tensor._op)]]
-                owner.returns.append(ReturnItem("value", tensor=value_in(r.tensor, owner.device)))
+            if r.kind == "value" and id(r.tensor) not in self.fed:
+                owner = self.parts[self.where[id(r.tensor._op)]]
+                owner.returns.append(ReturnItem("value", tensor=self.value_in(r.tensor, owner.device)))
             elif r.kind == "var":
-                owner = parts[var_device(r.var)]
+                owner = self.parts[var_device(r.var)]
                 owner.returns.append(r)
             else:
                 continue
             owner.return_index.append(i)
-    else:
-        main.returns = [ReturnItem("value", tensor=value_in(r.tensor, main.device)) if r.kind == "value" else r
-                        for r in returns]
-    for o in targets:
-        if id(o) in made:
-            parts[where[id(o)]].targets.append(made[id(o)])
-    _check_senders(parts.values())
-    return [parts[d] for d in devices]
+
+    def add_targets(self, targets) -> None:
+        for o in targets:
+            if id(o) in self.made:
+                self.parts[self.where[id(o)]].targets.append(self.made[id(o)])
 
 
 def _remote_readers(runs, where, fed, main, fetches) -> dict:
