@@ -6,8 +6,9 @@
   share the GIL, so every hand-over costs thread switches (on a busy 2-core
   machine they doubled a small training epoch).  So the first `PROBE`
   elements are pulled directly and timed: if producing one (the fastest)
-  takes under `NOT_WORTH` of the consumer's time per element, an overlap
-  could save at most that share, and no thread is started; otherwise the
+  takes under `NOT_WORTH` of the consumer's time per element, or under
+  `MIN_WORK` seconds, an overlap could save at most that much per element,
+  no more than the hand-overs cost, and no thread is started; otherwise the
   thread takes over the source (tf.data's AUTOTUNE sizes its buffers for the
   same reason).  A producer that waits (I/O, sleeps, NumPy without the GIL)
   gets its thread.
@@ -37,6 +38,7 @@ _POLL = 0.05   # seconds a blocked producer waits before checking whether it mus
 _JOIN_TIMEOUT = 10.0
 PROBE = 3           # elements pulled directly and timed before the prefetch thread is started, or not
 NOT_WORTH = 0.1     # producing under this share of the consumer's time per element: no thread
+MIN_WORK = 0.0005   # nor under this many seconds per element (hand-overs cost 0.1-0.5 ms here under load)
 
 
 def autotuned(n) -> int:
@@ -101,7 +103,7 @@ class PrefetchIterator:
         if self._direct:
             return next(self._source)
         if self._pulled == PROBE:
-            if self._fastest < NOT_WORTH * self._consumed / max(1, self._gaps):
+            if self._fastest < max(MIN_WORK, NOT_WORTH * self._consumed / max(1, self._gaps)):
                 self._direct = True
                 return next(self._source)
             self._start()
