@@ -166,14 +166,19 @@ def declare(graph, fetches, feeds) -> tuple:
     return feed_tensors, items, targets, fetch_index
 
 
+def partial_run_config(config):
+    """The session config a partial run's graph is prepared with, on any runtime: without fusion.  A fused
+    group computes all its outputs at once, so a fetch that needs only the feeds given so far would wait
+    for a feed another output of its group reads (the feed-when-ready rule)."""
+    return replace(config, disabled_passes=tuple(config.disabled_passes) + ("fusion",))
+
+
 def setup(session, fetches, feeds) -> PartialRunHandle:
     feed_tensors, items, targets, fetch_index = declare(session.graph, fetches, feeds)
     # placed (bad device requests raise as in run) and, on several devices, split: each partition's
-    # schedule is stepped through call by call, on its device.  Without fusion: a fused group computes all
-    # its outputs at once, so a fetch that needs only the feeds given so far would wait for a feed another
-    # output of its group reads (the feed-when-ready rule)
-    config = replace(session.config, disabled_passes=tuple(session.config.disabled_passes) + ("fusion",))
-    plan = prepare(session.graph, feed_tensors, (), targets, config, returns=items, container="list")
+    # schedule is stepped through call by call, on its device
+    plan = prepare(session.graph, feed_tensors, (), targets, partial_run_config(session.config), returns=items,
+                   container="list")
     # target ops keep their names through the optimizer (the pipeline preserves them); a target with no
     # step (a constant, an op whose outputs are all fed) has nothing to run
     return PartialRunHandle(session, plan, [t.name for t in feed_tensors], fetch_index)

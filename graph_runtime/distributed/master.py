@@ -141,8 +141,10 @@ class RayRuntime(RayPartialRuns, Runtime):
         return Links(process, remote_us=rtt_s * 1e6)
 
     # -- executables -----------------------------------------------------------------------
-    def prepare(self, request: Request) -> Executable:
-        req = partition_request(request.graph, request.feeds, request.returns, request.targets, self.config,
+    def prepare(self, request: Request, config=None) -> Executable:
+        """`request` partitioned over the tasks (with `config`, by default the session's) and registered."""
+        config = config or self.config
+        req = partition_request(request.graph, request.feeds, request.returns, request.targets, config,
                                 self.links)
         plan = build_task_plan(req, request.feeds, request.returns, request.container, self._cluster, self._names,
                                self._regs, {k: getattr(self.config, k) for k in CONFIG_FIELDS})

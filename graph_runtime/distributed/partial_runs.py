@@ -41,7 +41,7 @@ from eager.errors import InvalidArgumentError
 
 from ..fetches import pack_result
 from ..runtime import Request
-from ..partial_run import cannot_compute, check_request, declare
+from ..partial_run import cannot_compute, check_request, declare, partial_run_config
 
 _SETUP_FIRST = "Must run 'setup' before performing partial runs!"
 _ids = itertools.count(1)
@@ -259,7 +259,7 @@ class RayPartialRuns:
     def start_partial_run(self, feeds, items, targets) -> tuple:
         """Partition and register a partial run's graph: -> (its TaskPlan, each task's plan layouts)."""
         request = Request(self.graph, tuple(feeds), tuple(items), tuple(targets), "list", None)
-        runner = self.prepare(request).plan
+        runner = self.prepare(request, partial_run_config(self.config)).plan      # without fusion, as locally
         self._recover()
         self._register(runner)
         refs = [self._actors[p.task].partial_layout.remote(p.reg) for p in runner.parts]

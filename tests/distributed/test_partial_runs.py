@@ -96,3 +96,19 @@ def test_a_failed_call_ends_the_partial_run_and_handles_are_independent(ray_loca
         assert other.released
         kept = sess.partial_run_setup([u], [a, b])
     assert kept.released                                  # the session's close released it
+
+
+def test_a_fetch_on_the_cluster_does_not_wait_for_a_feed_only_its_fused_twin_reads(ray_local):
+    # x + (x + x) and y + (x + x) form one fusible group: fused, the first fetch waited for y
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float64, [3], name="x")
+        y = gr.placeholder(ek.float64, [3], name="y")
+        with gr.device("/job:worker/task:0"):
+            twice = x + x
+            first, second = x + twice, y + twice
+    xv, yv = np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.5, 0.5])
+    with gr.Session("ray://local", graph=g, config=cluster_config()) as sess:
+        h = sess.partial_run_setup([first, second], [x, y])
+        np.testing.assert_array_equal(sess.partial_run(h, first, {x: xv}), 3 * xv)
+        np.testing.assert_array_equal(sess.partial_run(h, second, {y: yv}), yv + 2 * xv)
