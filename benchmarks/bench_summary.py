@@ -34,6 +34,7 @@ import numpy as np
 
 import eager as ek
 import graph_runtime as gr
+from benchmarks.harness import calls_per_batch
 from benchmarks.bench_control_flow import rnn_data, rnn_graph, rnn_numpy
 from benchmarks.bench_eager import eager_mlp_step, mlp_model
 from benchmarks.bench_fusion import BIG, expr
@@ -51,14 +52,7 @@ def interleaved(candidate, baseline, rounds=15, min_time=0.02):
     alternating batches; the best ratio is the fastest candidate batch over the fastest baseline batch."""
     clock = CLOCK[0]
     candidate(), baseline()
-    number = 1
-    while True:
-        t0 = clock()
-        for _ in range(number):
-            baseline()
-        if clock() - t0 >= min_time:
-            break
-        number *= 2
+    number = calls_per_batch(baseline, min_time, clock)
     tc, tb, ratios = [], [], []
     for _ in range(rounds):
         times = []

@@ -67,6 +67,18 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def calls_per_batch(fn: Callable[[], object], min_time: float, clock=time.perf_counter) -> int:
+    """The smallest power of two of calls of `fn` that takes at least `min_time` on `clock`."""
+    number = 1
+    while True:
+        t0 = clock()
+        for _ in range(number):
+            fn()
+        if clock() - t0 >= min_time:
+            return number
+        number *= 2
+
+
 def paired(candidate: Callable[[], object], baseline: Callable[[], object], rounds: int = 15,
            min_time: float = 0.02, clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
     """(candidate seconds, baseline seconds) per call: fastest of `rounds` interleaved batches.
@@ -78,14 +90,7 @@ def paired(candidate: Callable[[], object], baseline: Callable[[], object], roun
     multi-threaded BLAS it adds up every thread).
     """
     candidate(), baseline()
-    number = 1
-    while True:
-        t0 = clock()
-        for _ in range(number):
-            baseline()
-        if clock() - t0 >= min_time:
-            break
-        number *= 2
+    number = calls_per_batch(baseline, min_time, clock)
     best_c = best_b = float("inf")
     for _ in range(rounds):
         for fn, is_base in ((baseline, True), (candidate, False)):
