@@ -263,10 +263,13 @@ def _execute(handle, feed_dict, feed_ids, keys, todo, container, packer):
 
 def _steps_to_run(handle, keys, fed_now) -> list:
     """Per plan, the not-yet-run steps the fetches `keys` need, in schedule order (a `_Recv` needs its
-    `_Send`, in another partition); checks that their feeds are fed."""
+    `_Send`, in another partition); checks that their feeds are fed.  The error names the first fetch, in
+    request order, that needs a feed not fed yet, and the first such feed in declaration order: the same
+    on one device as on several, whatever order the partitions are walked in."""
     parts = handle._parts
     need = [set() for _ in parts]
     stack = []
+    unfed = set()
 
     def want_step(k, i, key):
         if not parts[k].ran[i] and i not in need[k]:
@@ -277,7 +280,7 @@ def _steps_to_run(handle, keys, fed_now) -> list:
         part = parts[k]
         if vid < len(part.sched.feeds):
             if part.feed_of_slot[vid] not in fed_now:
-                raise cannot_compute(handle._feed_names[part.feed_of_slot[vid]], key)
+                unfed.add(part.feed_of_slot[vid])
             return
         i = part.producer.get(vid)
         if i is not None:
@@ -292,13 +295,15 @@ def _steps_to_run(handle, keys, fed_now) -> list:
                 i = part.producer.get(("op", key))
                 if i is not None:
                     want_step(k, i, key)
-    while stack:
-        k, i, key = stack.pop()
-        s = parts[k].sched.steps[i]
-        for v in s.inputs:
-            want_value(k, v, key)
-        for d in s.deps:
-            want_step(k, d, key)
-        if s.op._opdef is RECV:
-            want_step(*handle._senders[s.op.get_attr("key")], key)
+        while stack:
+            k, i, _ = stack.pop()
+            s = parts[k].sched.steps[i]
+            for v in s.inputs:
+                want_value(k, v, key)
+            for d in s.deps:
+                want_step(k, d, key)
+            if s.op._opdef is RECV:
+                want_step(*handle._senders[s.op.get_attr("key")], key)
+        if unfed:
+            raise cannot_compute(handle._feed_names[min(unfed)], key)
     return [sorted(n) for n in need]
