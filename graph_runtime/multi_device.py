@@ -12,6 +12,15 @@ aborts the step: the other partitions' `_Recv`s raise `StepAborted`, every
 thread is joined, and the original op's error is raised (not an abort).
 The main partition's result is the run's result.
 
+A small step runs without the device threads (`inline_order`): when the
+other devices' share of the step is estimated (cost_model.py) under
+`INLINE_US`, about what the two thread hand-overs of a step cost, no op of it
+writes state or calls back into Python, and the partitions can run one after
+another (each receives only what an earlier one sent), the caller's thread
+runs them in that order.  Results are the same (the order is a topological
+order of the step); only the thread hops go.  Its rendezvous never blocks: a
+receive that finds nothing is an internal error, raised at once.
+
 A traced run (`RunOptions(trace_level=FULL_TRACE)`) interprets every
 partition through `run_with` (executors.TracingExecutor), so step_stats hold
 the ops of every device, each with its device.  With an inter-op thread pool
@@ -24,15 +33,23 @@ one asks a multi-device plan for a single `schedule` (it raises).
 `close()` shuts the device threads down (the Session closes every plan it
 made, `Session.close`); a closed plan's run raises RuntimeError.
 
-Imports sibling modules only.
+Imports `eager.registry` and sibling modules.
 """
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from typing import Optional
+
+from eager.registry import device_type
 
 from . import deadline
+from .cost_model import TRANSFER_OVERHEAD_US, compute_us
+from .op_traits import has_side_effects
 from .plan import Schedule
-from .rendezvous import Rendezvous, StepAborted, set_current
+from .rendezvous import Rendezvous, StepAborted, current_or_none, set_current
+
+INLINE_US = 2 * TRANSFER_OVERHEAD_US    # a step whose other devices' work is estimated under this runs inline
+_TRANSFER_OPS = ("_Send", "_Recv")
 
 
 class MultiDevicePlan:
@@ -45,6 +62,7 @@ class MultiDevicePlan:
         self.optimization_report = None
         self._feed_index = [[i for i, _ in p.feeds] for p in parts]
         self._closed = False
+        self._inline = inline_order(parts)
         self._pool = ThreadPoolExecutor(max_workers=max(1, len(parts) - 1), thread_name_prefix="graphjit-device")
 
     @property
@@ -75,7 +93,9 @@ class MultiDevicePlan:
         """One step; `runner(plan, args)` runs one partition's plan (None: its generated code; the tracing
         executor passes its interpreter, which names the failing op itself)."""
         args = [[vals[i] for i in idx] for idx in self._feed_index]
-        if runner is None:
+        if runner is None and self._inline is not None:
+            result = self._run_inline(args)
+        elif runner is None:
             result = self.each(lambda k: self.plans[k].fn(*args[k]), map_errors=True)[0]
         else:
             result = self.each(lambda k: runner(self.plans[k], args[k]))[0]
@@ -84,6 +104,24 @@ class MultiDevicePlan:
         if self.container == "single":
             return result[0]
         return result if self.container == "list" else tuple(result)
+
+    def _run_inline(self, args: list) -> list:
+        """One step with every partition on the caller's thread, in `self._inline`'s order."""
+        if self._closed:
+            raise RuntimeError(f"this multi-device plan (devices {self.devices}) was closed with its Session")
+        outer = current_or_none()
+        set_current(_InlineRendezvous())
+        try:
+            for k in self._inline:
+                try:
+                    out = self.plans[k].fn(*args[k])
+                except Exception as e:
+                    raise self.plans[k].map_error(e) from None
+                if k == 0:
+                    result = out
+            return result
+        finally:
+            set_current(outer)
 
     def each(self, work, map_errors: bool = False) -> list:
         """Run `work(k)` for every partition k under one rendezvous, partition k > 0 on its device thread and
@@ -131,3 +169,46 @@ def _run(rdv: Rendezvous, plan, work, k: int, at, map_errors: bool):
         raise err from None
     finally:
         set_current(None)
+
+
+class _InlineRendezvous(Rendezvous):
+    """The rendezvous of an inline step: every value is sent before it is received, so nothing waits."""
+
+    def recv(self, key: str):
+        try:
+            return self._values.pop(key)
+        except KeyError:
+            raise RuntimeError(f"internal error: an inline multi-device step received {key!r} before any "
+                               f"partition sent it (inline_order is wrong)") from None
+
+
+def inline_order(parts: list) -> Optional[list]:
+    """The partition indices in an order in which the caller's thread can run them one after another, or
+    None when the step should use the device threads (module docstring): the other devices' ops are
+    estimated at `INLINE_US` or more, an op writes state or runs Python (its thread, or that it runs
+    concurrently with the others, may be observed), or two partitions receive from each other."""
+    sends, recvs, other_us = [], [], 0.0
+    for k, part in enumerate(parts):
+        sent, received = set(), set()
+        for op in part.graph._ops:
+            kind = op._opdef.name
+            if kind == "_Send":
+                sent.add(op._attrs["key"])
+            elif kind == "_Recv":
+                received.add(op._attrs["key"])
+            elif has_side_effects(op):          # py_function is a write too
+                return None
+            elif k > 0:
+                other_us += compute_us(op, None, device_type(part.device))
+        sends.append(sent)
+        recvs.append(received)
+    if other_us >= INLINE_US:
+        return None
+    order, available = [], set()
+    while len(order) < len(parts):      # lowest index first among the partitions whose receives were sent
+        k = next((k for k in range(len(parts)) if k not in order and recvs[k] <= available), None)
+        if k is None:
+            return None
+        order.append(k)
+        available |= sends[k]
+    return order

@@ -72,5 +72,9 @@ def current() -> Rendezvous:
     return r
 
 
+def current_or_none() -> Optional[Rendezvous]:
+    return _current.rendezvous
+
+
 def set_current(r: Optional[Rendezvous]) -> None:
     _current.rendezvous = r

@@ -122,20 +122,53 @@ def test_two_devices_exchange_one_pair_per_crossing_tensor_and_nothing_else():
     assert [op for op, _ in transfers] == ["_Recv", "_Send"] and {k for _, k in transfers} == {key}
 
 
-def test_error_on_device_1_aborts_the_step_while_device_0_waits():
+def _gather_on_device_1(weight: int):
+    """CPU:0 waits for a gather on CPU:1 (index out of range when i >= 2); `weight` > 0 adds a matmul of that
+    size to CPU:1's share, enough to make the step use the device threads rather than run inline."""
     g = gr.Graph()
     with g.as_default():
         x = gr.placeholder(ek.float32, [2], name="x")
         i = gr.placeholder(ek.int32, [], name="i")
+        m = gr.placeholder(ek.float32, [weight, weight], name="m")
         with g.device("/cpu:1"):
             bad = ek.gather(x, ek.reshape(i, [1]), name="bad")   # index out of range on CPU:1
+            heavy = ek.reduce_sum(ek.matmul(m, m)) * 0.0
         with g.device("/cpu:0"):
-            out = ek.exp(x, name="e") + ek.reduce_sum(bad)       # CPU:0 waits for CPU:1's value
+            out = ek.exp(x, name="e") + ek.reduce_sum(bad) + heavy   # CPU:0 waits for CPU:1's values
+    feeds = {x: np.zeros(2, np.float32), m: np.zeros((weight, weight), np.float32)}
+    return g, out, i, feeds
+
+
+@pytest.mark.parametrize("weight", [1, 300], ids=["inline", "device-threads"])
+def test_error_on_device_1_aborts_the_step_while_device_0_waits(weight):
+    g, out, i, feeds = _gather_on_device_1(weight)
+    before = _device_threads()
     with gr.Session(graph=g, config=TWO) as s:
         with pytest.raises(InvalidArgumentError) as e:
-            s.run(out, {x: np.zeros(2, np.float32), i: 7})
+            s.run(out, {**feeds, i: 7})
         assert "bad" in str(e.value) and "aborted" not in str(e.value)
-        np.testing.assert_allclose(s.run(out, {x: np.zeros(2, np.float32), i: 1}), [1, 1])   # the next step works
+        np.testing.assert_allclose(s.run(out, {**feeds, i: 1}), [1, 1])   # the next step works
+        # a small pure step runs its partitions on the caller's thread, a heavier one on the device threads
+        assert bool(_device_threads() - before) == (weight > 1)
+
+
+def test_a_small_pure_step_runs_inline_and_gives_what_the_device_threads_give():
+    g, x, fetches = _ping_pong()                       # A -> B -> A: the partitions must run together
+    with g.as_default():
+        x2 = gr.placeholder(ek.float32, [3], name="x2")
+        with g.device("/cpu:1"):
+            y = ek.sin(x2) * 3.0
+        with g.device("/cpu:0"):
+            z = ek.exp(y) - 1.0                        # B -> A only: inline
+    xv = np.array([0.1, 0.5, -0.3], np.float32)
+    before = _device_threads()
+    with gr.Session(graph=g, config=TWO) as s, \
+            gr.Session(graph=g, config=gr.SessionConfig(allow_soft_placement=True)) as one:
+        for _ in range(3):
+            np.testing.assert_array_equal(s.run(z, {x2: xv}), one.run(z, {x2: xv}))
+        assert not _device_threads() - before
+        s.run(fetches, {x: xv})
+        assert _device_threads() - before
 
 
 def test_run_metadata_partition_graphs():
