@@ -17,10 +17,14 @@ Workloads:
   cost model (graph_runtime/cost_model.py) spreads the branches itself.  On a shared
   2-vCPU machine whose other core is busy it is ~1.0x, and so is the
   2-device ratio.
-- transfer: a 4-element float32 tensor bounced x -> /cpu:1 -> /cpu:0 (two
-  Send/Recv pairs per step) vs the same ops on one device: the difference per
-  step, divided by two, is the cost of one pair (threads, rendezvous,
-  partition dispatch included).
+- transfer: a 4-element float32 tensor bounced x -> /cpu:1 -> /cpu:0 vs the
+  same ops on one device.  Such a step is tiny and pure, and its partitions
+  depend one way only, so it runs them one after another on the caller's
+  thread (multi_device.inline_order): what remains is the partition dispatch.
+  "ping-pong" (x -> /cpu:0 -> /cpu:1 -> /cpu:0: the partitions depend on each
+  other both ways) must run them together on the device threads: two
+  Send/Recv pairs per step, so the difference per step, divided by two, is
+  the cost of one pair (threads, rendezvous, partition dispatch included).
 - compression: a 1000x1000 float32 tensor made on /cpu:1 and used on /cpu:0,
   with `transfer_compression` "float16" or "truncate16" vs none; the bytes
   sent and saved per step are read from a traced run's `_Send` step stats.
@@ -106,22 +110,27 @@ def branches_rows() -> list[Row]:
 
 
 def transfer_rows() -> list[Row]:
-    def build(split):
+    def build(devices):
         g = gr.Graph()
         with g.as_default():
             x = gr.placeholder(ek.float32, [4], name="x")
-            with g.device("/cpu:1" if split else None):
+            with g.device(devices[0]):
                 y = x + 1.0
-            with g.device("/cpu:0" if split else None):
+            with g.device(devices[1]):
                 z = y * 2.0
-        sess = gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2 if split else 1}))
+            with g.device(devices[2]):
+                z = z - 1.0
+        sess = gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2 if devices[0] else 1}))
         return sess.make_callable(z, [x])
 
     xv = np.ones(4, np.float32)
-    one, two = build(False), build(True)
-    t_two, t_one = paired(lambda: two(xv), lambda: one(xv))
+    one, bounce, ping = build([None] * 3), build(["/cpu:1", "/cpu:0", "/cpu:0"]), build(["/cpu:0", "/cpu:1", "/cpu:0"])
+    t_two, t_one = paired(lambda: bounce(xv), lambda: one(xv))
+    t_ping, t_one_p = paired(lambda: ping(xv), lambda: one(xv))
     return [Row("small tensor bounced to /cpu:1 and back", "2 devices vs 1 device", t_two, t_one,
-                note=f"one Send/Recv pair ~ {(t_two - t_one) / 2 * 1e6:.0f} us")]
+                note="partitions run inline"),
+            Row("small tensor ping-pong /cpu:0 -> /cpu:1 -> /cpu:0", "2 devices vs 1 device", t_ping, t_one_p,
+                note=f"one Send/Recv pair ~ {(t_ping - t_one_p) / 2 * 1e6:.0f} us")]
 
 
 def compression_rows() -> list[Row]:
