@@ -34,7 +34,10 @@ silently.  graphjit does the same in every mode, through public interfaces of
   Sessions): a thread does not inherit NumPy's error state.
 
 Cost: `ignoring()` is `np.errstate(all="ignore")` (about 3 us a use, so it is
-used once per plan call or thread, never per eager op on the normal path); the
+used once per plan call or thread, never per eager op on the normal path),
+and nothing on graphjit's own worker threads (device, inter-op and kernel
+pools), which start quiet for good (`quiet_thread`, their pools'
+initializer: they run nothing but graphjit's kernels); the
 filter costs one list lookup and comparison per eager op or plan call, and
 nothing more until a kernel actually produces a NaN or inf.
 
@@ -42,6 +45,8 @@ Imports `numpy` and the standard library only.
 """
 from __future__ import annotations
 
+import contextlib
+import threading
 import warnings
 
 import numpy as np
@@ -52,9 +57,24 @@ KERNEL_MODULES = r"(eager|graph_runtime)(\.|$)"
 GENERATED_MODULE = "graph_runtime.generated"     # the __name__ generated plans and kernels run under
 
 
+class _Thread(threading.local):
+    quiet = False            # set for good on graphjit's own worker threads (quiet_thread)
+
+
+_thread = _Thread()
+_ALREADY_QUIET = contextlib.nullcontext()
+
+
 def ignoring():
     """A context manager running its block with NumPy's floating-point warnings off (TensorFlow semantics)."""
-    return np.errstate(all="ignore")
+    return _ALREADY_QUIET if _thread.quiet else np.errstate(all="ignore")
+
+
+def quiet_thread() -> None:
+    """A thread pool's initializer: this thread runs only graphjit's kernels, with NumPy's floating-point
+    warnings off from now on (NumPy's error state is per thread, and a new thread starts with the default)."""
+    np.seterr(all="ignore")
+    _thread.quiet = True
 
 
 def is_quiet() -> bool:

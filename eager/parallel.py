@@ -126,6 +126,7 @@ def _pool(workers: int):
 
 def _mark_worker():
     _local.worker = True
+    fp_semantics.quiet_thread()
 
 
 def _after_fork():

@@ -20,6 +20,7 @@ import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
+from eager import fp_semantics
 from eager.registry import device_type
 from eager.variables import assign_kernel
 
@@ -47,7 +48,8 @@ class LocalRuntime(Runtime):
         super().__init__(target, graph, config)
         self.devices = local_devices(config)
         n = config.inter_op_parallelism_threads
-        self._pool = ThreadPoolExecutor(max_workers=n, thread_name_prefix="graphjit-inter-op") if n > 1 else None
+        self._pool = (ThreadPoolExecutor(max_workers=n, thread_name_prefix="graphjit-inter-op",
+                                         initializer=fp_semantics.quiet_thread) if n > 1 else None)
         self._partial_runs = weakref.WeakSet()     # handles alive (a dropped handle is freed by the gc)
         self._device_plans = weakref.WeakSet()     # multi-device plans alive: close() stops their threads
         self._measured: dict = {}     # op name -> microseconds, from traced runs (placement's cost model)

@@ -40,6 +40,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 
+from eager import fp_semantics
 from eager.registry import device_type
 
 from . import deadline
@@ -63,7 +64,8 @@ class MultiDevicePlan:
         self._feed_index = [[i for i, _ in p.feeds] for p in parts]
         self._closed = False
         self._inline = inline_order(parts)
-        self._pool = ThreadPoolExecutor(max_workers=max(1, len(parts) - 1), thread_name_prefix="graphjit-device")
+        self._pool = ThreadPoolExecutor(max_workers=max(1, len(parts) - 1), thread_name_prefix="graphjit-device",
+                                        initializer=fp_semantics.quiet_thread)
 
     @property
     def partition_graphs(self) -> list:
@@ -153,6 +155,8 @@ class MultiDevicePlan:
 def _run(rdv: Rendezvous, plan, work, k: int, at, map_errors: bool):
     set_current(rdv)
     try:
+        if at is None and deadline.get() is None:      # the common case, without a context manager's cost
+            return work(k)
         with deadline.scope(at):
             return work(k)
     except StepAborted:

@@ -41,7 +41,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from eager import errors as _errors
+from eager import errors as _errors, fp_semantics
 
 from .. import deadline
 from ..graph import Graph
@@ -233,7 +233,8 @@ class TaskServer:
         many as the concurrent steps need: a partition must never queue behind another step's)."""
         with self._lock:
             if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=_DEVICE_THREADS, thread_name_prefix="graphjit-task")
+                self._pool = ThreadPoolExecutor(max_workers=_DEVICE_THREADS, thread_name_prefix="graphjit-task",
+                                                initializer=fp_semantics.quiet_thread)
             return self._pool
 
     def _run_partition(self, job, step: int, at: float):

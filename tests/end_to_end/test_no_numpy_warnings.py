@@ -45,6 +45,25 @@ def _session(fn, x, **run_opts):
         return s.run(out, {p: x}, **run_opts)
 
 
+def _two_devices(fn, x, both_ways: bool):
+    """`fn` on CPU:1 of a 2-device Session; `both_ways`: its result crosses back to CPU:1, so the partitions
+    must run together on the device threads (otherwise the small step runs them inline)."""
+    g = gr.Graph()
+    with g.as_default():
+        p = gr.placeholder(ek.float32, x.shape)
+        with g.device("/cpu:0"):
+            q = p * 2.0
+        with g.device("/cpu:1"):
+            out = autograph.to_graph(fn)(q)
+        with g.device("/cpu:0"):
+            out = ek.nest.map_structure(lambda t: t * 0.5, out)
+        if both_ways:
+            with g.device("/cpu:1"):
+                out = ek.nest.map_structure(lambda t: t * 3.0, out)
+    with gr.Session(graph=g, config=gr.SessionConfig(device_count={"CPU": 2})) as s:
+        return s.run(out, {p: x})
+
+
 def _traced(fn, x, **opts):
     f = function(fn)
     with fusion.options(**opts):
@@ -68,6 +87,8 @@ MODES = {
     "function chunked threads": lambda fn, x: _traced(fn, BIG, force="chunked", threads=2, chunk_bytes=4096),
     "session": _session,
     "session inter-op threads": lambda fn, x: _session(fn, x, threads=2),
+    "session two devices inline": lambda fn, x: _two_devices(fn, x, both_ways=False),
+    "session two devices threads": lambda fn, x: _two_devices(fn, x, both_ways=True),
     "session traced": lambda fn, x: _session(fn, x, options=gr.RunOptions(trace_level=1),
                                              run_metadata=gr.RunMetadata()),
 }
@@ -216,3 +237,21 @@ def test_fp_semantics_uses_public_interfaces_only():
     imports = [a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names]
     assert not private and all(not name.startswith("_") for name in imports)
     assert "numpy._core" not in inspect.getsource(fp_semantics)
+
+
+def test_graphjit_worker_threads_start_quiet_and_no_other_thread_does():
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from eager import fp_semantics
+    before = np.geterr()
+    with ThreadPoolExecutor(1, initializer=fp_semantics.quiet_thread) as pool:
+        assert set(pool.submit(np.geterr).result().values()) == {"ignore"}
+        assert pool.submit(fp_semantics.is_quiet).result()
+    seen = []
+    other = threading.Thread(target=lambda: seen.append(np.geterr()))
+    other.start()
+    other.join()
+    assert np.geterr() == before and seen[0]["divide"] != "ignore"
+    with pytest.warns(RuntimeWarning):
+        np.log(np.zeros(2))
