@@ -84,7 +84,8 @@ class Fed:
         raise RuntimeError("a dataset argument can only be iterated inside the traced function")
 
     def cardinality(self):
-        return UNKNOWN        # known only when the graph runs (`Dataset.cardinality()` asks an op then)
+        # known only when the graph runs: `Dataset.cardinality()` asks an op, whose kernel binds it
+        return _bound.counts.get(id(self), UNKNOWN)
 
 
 class _OpenIterator:
@@ -133,8 +134,22 @@ def _next_kernel(iterator_id, position, dtypes, shapes):
     return (np.array(True),) + tuple(t._value for t in nest.flatten(element))
 
 
-def _cardinality_kernel(handle):
-    return np.array(_dataset(handle)._node.cardinality(), dtype=np.int64)
+class _Bound(threading.local):
+    counts: dict = {}          # id(Fed node) -> the cardinality of the dataset passed at this call
+
+
+_bound = _Bound()
+
+
+def _cardinality_kernel(*handles, node, feds):
+    """The cardinality of `node` (a pipeline over dataset arguments) with each argument's `Fed` node standing
+    for the dataset this call passed: every node's own rule, applied to the real inputs' cardinalities."""
+    counts = {id(fed): _dataset(h)._node.cardinality() for fed, h in zip(feds, handles)}
+    before, _bound.counts = _bound.counts, counts
+    try:
+        return np.array(node.cardinality(), dtype=np.int64)
+    finally:
+        _bound.counts = before
 
 
 def _infer_next(specs, attrs):
@@ -148,7 +163,9 @@ NEXT = op("DatasetFedNext", _next_kernel, _infer_next, num_outputs=-1, effect="w
           doc="Element `position` of an iterator DatasetFedOpen opened: (valid, *components); zeros when "
               "the dataset is exhausted.")
 CARDINALITY = op("DatasetFedCardinality", _cardinality_kernel, lambda specs, attrs: [Spec((), int64)],
-                 effect="read", doc="The cardinality of the dataset whose handle a traced function received.")
+                 effect="read",
+                 doc="The cardinality of a pipeline (attr `node`) over the datasets whose handles a traced "
+                     "function received (its `Fed` nodes: attr `feds`, one handle input each).")
 
 
 class FedStream(Stream):
@@ -173,9 +190,24 @@ class FedStream(Stream):
         return outs[0], nest.pack_sequence_as(self.spec, outs[1:]), [iterator_id, position + 1]
 
 
-def fed_cardinality(node):
-    """`cardinality()` of a dataset argument inside the graph: an op asking the dataset of this call."""
-    return execute(CARDINALITY, (node.handle,), {}, None)
+def fed_leaves(node) -> list:
+    """The `Fed` nodes (dataset arguments) a pipeline reads, each once, in the order first reached."""
+    out, seen, stack = [], set(), [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, Fed):
+            out.append(n)
+        stack.extend(reversed(n.inputs))
+    return out
+
+
+def fed_cardinality(node, feds: list):
+    """`cardinality()` inside the graph of a pipeline over dataset arguments `feds`: an op applying the
+    pipeline's rules to the datasets of this call."""
+    return execute(CARDINALITY, tuple(f.handle for f in feds), {"node": node, "feds": tuple(feds)}, None)
 
 
 class ArgumentSpec(structure.DatasetSpec):

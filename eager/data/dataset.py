@@ -185,8 +185,9 @@ class Dataset:
 
     def cardinality(self):
         """An int64 scalar: the number of elements, INFINITE_CARDINALITY (-1) or UNKNOWN_CARDINALITY (-2)."""
-        if isinstance(self._node, arguments.Fed):
-            return arguments.fed_cardinality(self._node)
+        feds = arguments.fed_leaves(self._node)
+        if feds:
+            return arguments.fed_cardinality(self._node, feds)
         return convert_to_tensor(self._node.cardinality(), dtype=int64)
 
     def __tf_tracing_type__(self, context):

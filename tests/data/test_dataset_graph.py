@@ -418,3 +418,19 @@ def test_a_python_loop_over_a_dataset_in_a_graph_is_stopped_not_unrolled_forever
         return s
     with pytest.raises(RuntimeError, match="Python `for` loop over a dataset"):
         f()
+
+
+def test_cardinality_of_a_pipeline_over_a_dataset_argument_is_the_call_datasets():
+    # TF computes it when the graph runs, from the dataset passed at this call: batch(4) of 10 -> 3,
+    # drop_remainder -> 2, take(7).repeat(2) -> 14, skip(12) -> 0, zip with range(5) -> 5,
+    # filter -> UNKNOWN (-2), repeat() -> INFINITE (-1)
+    @function
+    def cards(ds, other):
+        return ek.stack([ds.batch(4).cardinality(), ds.batch(4, drop_remainder=True).cardinality(),
+                         ds.take(7).repeat(2).cardinality(), ds.skip(12).cardinality(),
+                         Dataset.zip(ds, other).cardinality(), ds.filter(lambda x: x > 1).cardinality(),
+                         ds.repeat().cardinality(), ds.map(lambda x: x * 2).cardinality()])
+    assert cards(Dataset.range(10), Dataset.range(5)).numpy().tolist() == [3, 2, 14, 0, 5, -2, -1, 10]
+    # the same trace, other datasets: 3 elements, and zip with an infinite one
+    assert cards(Dataset.range(3), Dataset.range(5).repeat()).numpy().tolist() == [1, 0, 6, 0, 3, -2, -1, 3]
+    assert cards.experimental_get_tracing_count() == 1
