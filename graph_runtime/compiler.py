@@ -21,6 +21,10 @@ Pipeline (all iterative, no recursion, linear in the number of ops):
    `specialize(attrs) -> callable(*input_arrays) | None` (a kernel with the
    attrs already applied, e.g. `MatMul` without transposes is `np.matmul`;
    None keeps the kernel); it must compute exactly what the kernel computes.
+   `extra["specialize_shapes"](attrs, input dims, output dims)` does the same
+   from the static shapes too (`SumToLike` with known shapes reduces over
+   axes computed once); the callable must check what it assumes about the
+   run-time shapes and fall back to the kernel otherwise.
 4. last use of every value, then code generation (`codegen.py`): a Python
    function calling each kernel directly, reusing registers after a value's
    last use so memory is released as early as possible.
@@ -230,8 +234,12 @@ class _Lowering:
         if lower is not None:
             return lower(op, self.lctx), {}
         kernel, attrs = kernel_for(op._opdef, op._device), resolve_attrs(op)   # variables bound by handle
-        special = op._opdef.extra.get("specialize") if kernel is op._opdef.kernel else None
+        extra = op._opdef.extra if kernel is op._opdef.kernel else {}
+        special = extra.get("specialize")
         fn = special(attrs) if special is not None else None
+        by_shapes = extra.get("specialize_shapes") if fn is None else None
+        if by_shapes is not None:
+            fn = by_shapes(attrs, [t._shape.dims for t in op._inputs], [t._shape.dims for t in op._outputs])
         if fn is not None:
             kernel, attrs = fn, {}
         if op._opdef.num_outputs == -1 and len(op._outputs) == 1:

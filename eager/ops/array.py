@@ -145,10 +145,39 @@ def _grad_sum_to_like(op, dy):
     return [broadcast_to(dy, shape(op.inputs[0])), None]
 
 
+def _sum_to_like_for_shapes(attrs, in_dims, out_dims):
+    """The kernel for known static shapes (a plan's `specialize_shapes`): the axes computed once; the
+    same `np.add.reduce` over them (without keepdims when only leading axes go, which leaves the shape
+    `x` has), so the same bits.  Other run-time shapes take the general kernel."""
+    gs, xs = in_dims
+    if gs is None or xs is None or None in gs or None in xs:
+        return None
+    gs, xs = tuple(gs), tuple(xs)
+    lead = len(gs) - len(xs)
+    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(xs) if d == 1 and gs[i + lead] != 1)
+    if lead < 0 or not axes:
+        return None
+    reduce_, general = np.add.reduce, _sum_to_like_kernel
+    if axes == tuple(range(lead)) and xs:    # leading axes only: the reduced shape is `x`'s (an array)
+
+        def leading(g, x):
+            if g.shape != gs or x.shape != xs:
+                return general(g, x)
+            return reduce_(g, axes, g.dtype)
+        return leading
+
+    def kept(g, x):
+        if g.shape != gs or x.shape != xs:
+            return general(g, x)
+        return reduce_(g, axes, g.dtype, None, True).reshape(xs)
+    return kept
+
+
 SUM_TO_LIKE = op("SumToLike", _sum_to_like_kernel,
                  lambda specs, attrs: [Spec(specs[1].shape, specs[0].dtype)],
                  _grad_sum_to_like,
-                 doc="Reduce a broadcast gradient (input 0) to the shape of input 1.")
+                 doc="Reduce a broadcast gradient (input 0) to the shape of input 1.",
+                 extra={"specialize_shapes": _sum_to_like_for_shapes})
 
 
 def sum_to_like(g, x):

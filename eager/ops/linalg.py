@@ -76,8 +76,26 @@ def _g_matmul(op, dy):
     return [da, db]
 
 
-MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,   # no transposes: the kernel is np.matmul
-            extra={"specialize": lambda a: None if a.get("transpose_a") or a.get("transpose_b") else np.matmul})
+def _matmul_ta(a, b):
+    return np.matmul(a.swapaxes(-1, -2), b)
+
+
+def _matmul_tb(a, b):
+    return np.matmul(a, b.swapaxes(-1, -2))
+
+
+def _matmul_tab(a, b):
+    return np.matmul(a.swapaxes(-1, -2), b.swapaxes(-1, -2))
+
+
+# a plan calls the kernel for its attrs without keyword arguments (the gradient's transposed products run
+# on every iteration of a While gradient): the same calls as `_matmul_kernel` (plans hold arrays, whose
+# `swapaxes` method is `np.swapaxes`)
+_SPECIALIZED = {(False, False): np.matmul, (True, False): _matmul_ta, (False, True): _matmul_tb,
+                (True, True): _matmul_tab}
+
+MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,
+            extra={"specialize": lambda a: _SPECIALIZED[bool(a.get("transpose_a")), bool(a.get("transpose_b"))]})
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):

@@ -21,7 +21,8 @@ It computes exactly what calling the VJP plan once per iteration did (the
 same kernels, the same sums in the same order), without a plan call, an
 argument list and a result tuple per iteration.  A capture's sum is added
 into its buffer once the kernel allocated one (`own*`: the first term may be a
-value the plan returned by reference, never written).
+value the plan returned by reference, never written); the shape and dtype test
+is emitted only for cotangents whose static shape is not fully known.
 
 The plan is cached on the VJP graph (`plans.cached`); its steps are the VJP
 plan's, so `plan.map_error` names the failing op.
@@ -46,6 +47,16 @@ def grad_loop(vjp, feeds: tuple, n_dy: int, n_extra: int, outputs=None) -> Plan:
     return cached(vjp, key, make)
 
 
+def _same_array_check(ret, acc: str) -> str:
+    """The run-time test (after `own`) that cotangent `g` is an array of `acc`'s shape and dtype, so adding
+    it in place computes `acc + g`.  A value with a fully known static shape of rank >= 1 is the same
+    tensor on every iteration, an array of that shape and dtype, as the accumulator made from it: no test."""
+    shape = ret.tensor.shape if ret.kind == "value" else None
+    if shape is not None and shape.is_fully_defined() and shape.rank >= 1:
+        return ""
+    return f" and g.__class__ is _nd and g.shape == {acc}.shape and g.dtype == {acc}.dtype"
+
+
 def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     n_caps = 1 + max((i for kind, i in feeds if kind == 0), default=-1)
     em = Emitter()
@@ -65,12 +76,11 @@ def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     inner.extend(emit_steps(plan, em, reg, Registers(), keep=keep))
     items = return_items(plan, em, reg)
     add = em.bind("_add", np.add)
-    for c, item in enumerate(items[n_dy:]):
+    for c, (item, ret) in enumerate(zip(items[n_dy:], plan.returns[n_dy:])):
         a, o = f"acc{c}", f"own{c}"
         inner += [(f"g = {item}", None),
                   (f"if {a} is None: {a} = g", None),
-                  (f"elif {o} and g.__class__ is _nd and g.shape == {a}.shape and g.dtype == {a}.dtype: "
-                   f"{add}({a}, g, out={a})", None),
+                  (f"elif {o}{_same_array_check(ret, a)}: {add}({a}, g, {a})", None),
                   (f"else: {a} = {a} + g; {o} = {a}.__class__ is _nd", None)]
     moved = [(f"d{j}", item) for j, item in enumerate(items[:n_dy]) if item != f"d{j}"]
     if moved:

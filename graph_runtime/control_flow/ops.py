@@ -21,7 +21,9 @@ variant is then `(iterations, [saved values per iteration], names)` (else
 None), so memory grows with the iteration count only in plans that
 differentiate the loop; for If/Case it is `(branch taken, saved values,
 names)`.  The `input_bodies` hook tells the residuals stage which body
-placeholders an input feeds (a variant passed into a body is read there).
+placeholders an input feeds (a variant passed into a body is read there);
+`saving_bodies(attrs)` lists the bodies in the order of a save spec's entries
+(the `bodies` pass optimizes them with their saved tensors preserved).
 
 Lowering (`OpDef.extra["lower"]`): the executor asks for a callable per op; it
 binds the bodies' plans once, compiled as they are: the `bodies` pass of the
@@ -217,8 +219,9 @@ def _while_input_bodies(op, k):
 _COMMON_ATTRS = ("Tout", "output_shapes", "saves")
 
 
-def _pair(name, kernel, lower, interpret, input_bodies, attrs, doc):
-    extra = {"lower": lower, "interpret": interpret, "saves": True, "input_bodies": input_bodies}
+def _pair(name, kernel, lower, interpret, input_bodies, saving_bodies, attrs, doc):
+    extra = {"lower": lower, "interpret": interpret, "saves": True, "input_bodies": input_bodies,
+             "saving_bodies": saving_bodies}
     grad = GRADIENT_REGISTERED_LATER      # branch_grads.py / grads.py register the rules
     stateful = op(name, kernel, _infer, grad, effect="write", num_outputs=-1, extra=dict(extra),
                   attrs=attrs + _COMMON_ATTRS, doc=doc + " Some body has side effects.")
@@ -228,11 +231,14 @@ def _pair(name, kernel, lower, interpret, input_bodies, attrs, doc):
 
 
 IF, STATELESS_IF = _pair("If", _if_kernel, _lower_if, _interpret_if, _branch_input_bodies,
+                         lambda a: (a["then_branch"], a["else_branch"]),
                          ("then_branch", "else_branch"),
                          "Run then_branch(*captures) if pred else else_branch(*captures).")
 CASE, STATELESS_CASE = _pair("Case", _case_kernel, _lower_case, _interpret_case, _branch_input_bodies,
+                             lambda a: tuple(a["branches"]),
                              ("branches", "has_default"),
                              "Run branches[branch_index](*captures) (out of range: the last branch).")
 WHILE, STATELESS_WHILE = _pair("While", _while_kernel, _lower_while, _interpret_while, _while_input_bodies,
+                               lambda a: (a["body"],),
                                ("cond", "body", "num_vars", "has_max"),
                                "loop_vars = body(*loop_vars, *captures) while cond(*loop_vars, *captures).")

@@ -21,10 +21,11 @@ Who optimizes a body:
 `plan.optimization_report` holds the `OptimizationReport` (None when not
 optimized).
 
-A plan that saves values is never optimized: the saved tensors are named by
-the gradient that reads them (graph_runtime/residuals.py), in *this* graph.
-So an op whose values a gradient reads runs its bodies as traced (the "left
-alone" rule every pass follows for ops whose `variant` output is read).
+A plan that saves values is never optimized here: the saved tensors are named
+by the gradient that reads them (graph_runtime/residuals.py), in *this*
+graph.  The `bodies` pass optimizes such a body beforehand with the saved
+tensors preserved (names and values kept), unless a saved value is a nested
+op's saved values; lowering then compiles the optimized body as it is.
 
 Hot paths call `plan.fn` (the generated function, no error mapping) and map
 an escaping error with `plan.map_error`; `call(plan, args)` does both.

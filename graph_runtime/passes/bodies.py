@@ -11,9 +11,16 @@ given as they are.
 
 The op is copied with its bodies replaced (same name, inputs, control inputs,
 outputs); a gradient built later refers to the original op and its original
-bodies.  Left alone: ops whose bodies a gradient reads
-(`Rewriter.gradient_reads_bodies`: it names tensors of those bodies, the rule
-every pass follows).
+bodies.  An op whose bodies a gradient reads (`Rewriter.gradient_reads_bodies`:
+the gradient names tensors of those bodies) is optimized only once the plan's
+`residuals` stage has written down exactly what it saves (attr `saves`, none of
+them a nested op's saved values): each body is then optimized with its saved
+tensors preserved too, so they keep their names and values (a preserved value
+is never fused away, overwritten in place or renamed) and the gradient finds
+them in the optimized body.  The forward loop of a training step is then fused
+like any other.  Otherwise (the variant read with nothing saved yet, or a
+nested op's values saved) the op is left alone, the rule every other pass
+follows.
 
 Optimized bodies are cached on the source body (`graph_cache`, key
 `("optimized", disabled passes)` -> `(graph, report)`) so every plan and
@@ -33,20 +40,23 @@ from .manager import optimize
 from .rewriter import Rewriter
 
 
-def optimized_body(body: Graph, disabled: tuple, enabled: tuple = (), options: tuple = ()) -> tuple:
+def optimized_body(body: Graph, disabled: tuple, enabled: tuple = (), options: tuple = (),
+                   keep: tuple = ()) -> tuple:
     """`(optimized graph, OptimizationReport)` of a function-like body graph (cached on `body`).
 
     `options`: the caller's per-pass options as sorted `(name, value)` pairs (values must be hashable).
+    `keep`: names of further tensors of `body` that must keep their names and values (the values a
+    gradient reads, saved by the enclosing op).
     """
     def make():
         names = ([t.name for t in body.inputs] + [t.name for t in body.outputs] +
-                 [o.name for o in run_targets(body)])
+                 [o.name for o in run_targets(body)] + list(keep))
         opt, report = optimize(body, names, disabled=disabled, keep_stateful=True, enabled=enabled,
                                options=dict(options))
         put(opt, ("report",), report)     # `body` itself when nothing changed
         return (None, (opt, report))
     key = ("optimized", disabled) if not enabled and not options else ("optimized", disabled, enabled, options)
-    return cached(body, key, make)
+    return cached(body, key + (("keep", keep),) if keep else key, make)
 
 
 def _body_options(ctx: PassContext) -> tuple:
@@ -63,16 +73,36 @@ def _body_options(ctx: PassContext) -> tuple:
     return tuple(out)
 
 
-def _new_attrs(op, disabled: tuple, enabled: tuple = (), options: tuple = ()):
-    """The op's attrs with every body optimized, or None when nothing changes."""
+def _saved_names(op, rw: Rewriter):
+    """id(body graph) -> the names of its tensors that `op` saves for a gradient (attr `saves`); None when
+    the op must be left as traced: something reads its saved values but it does not say which yet, or it
+    saves a nested control-flow op's values (whose own save spec names tensors deeper down)."""
+    spec = op._attrs.get("saves")
+    if not spec:
+        return None if rw.gradient_reads_bodies(op) else {}
+    hook = op._opdef.extra.get("saving_bodies")
+    if hook is None:
+        return None
+    bodies = hook(op._attrs)
+    out: dict = {}
+    for b, entries in enumerate(spec):
+        if any(sub for _, sub in entries) or b >= len(bodies):
+            return None
+        out[id(bodies[b])] = tuple(name for name, _ in entries)
+    return out
+
+
+def _new_attrs(op, disabled: tuple, enabled: tuple = (), options: tuple = (), keep=None):
+    """The op's attrs with every body optimized, or None when nothing changes.  `keep`: `_saved_names(op)`."""
+    keep = keep or {}
     attrs, changed = dict(op._attrs), False
     for k, v in op._attrs.items():
         if isinstance(v, Graph):
-            new = optimized_body(v, disabled, enabled, options)[0]
+            new = optimized_body(v, disabled, enabled, options, keep.get(id(v), ()))[0]
             changed |= new is not v
             attrs[k] = new
         elif isinstance(v, (list, tuple)) and v and all(isinstance(g, Graph) for g in v):
-            new = [optimized_body(g, disabled, enabled, options)[0] for g in v]
+            new = [optimized_body(g, disabled, enabled, options, keep.get(id(g), ()))[0] for g in v]
             changed |= any(a is not b for a, b in zip(new, v))
             attrs[k] = type(v)(new)
     if not changed:
@@ -86,7 +116,8 @@ def optimize_bodies(graph: Graph, ctx: PassContext):
     options = _body_options(ctx)
     rw = Rewriter(graph, ctx)
     for op in graph._ops:
-        attrs = None if rw.gradient_reads_bodies(op) else _new_attrs(op, disabled, enabled, options)
+        keep = _saved_names(op, rw)
+        attrs = None if keep is None else _new_attrs(op, disabled, enabled, options, keep)
         if attrs is None:
             rw.copy(op)
         else:
