@@ -12,15 +12,17 @@
    (eager/data/threads.py) and the epoch is input + compute.
 2. Pure input pipeline: `from_tensor_slices` of 60k 28x28 uint8 images,
    `shuffle(10000)`, `map` normalising to float32, `batch(64)`: elements per
-   second beside a NumPy generator doing the same work (same buffered shuffle,
-   per-element normalisation, stacking).
+   second beside a NumPy generator doing the same work (the same buffered
+   shuffle order, per-element normalisation, stacking).
 
 Run: `python -m benchmarks.bench_data [--quick]`.  Timings on a shared machine
-are noisy; each figure is the best of a few epochs, the variants taking turns.
+are noisy; each figure is the median of 15 epochs (5 passes of the 60k
+pipeline), the variants taking turns.
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import numpy as np
@@ -28,20 +30,22 @@ import numpy as np
 import eager as ek
 import tracing  # noqa: F401 - registers @function for eager.data's traced map functions
 from eager.data import Dataset
-from eager.data.shuffling import buffered_shuffle, rng
+from eager.data.shuffling import rng, shuffled_order
 from tracing import TensorSpec, function
 
 
 def _interleaved(fns, rounds):
-    """Fastest of `rounds` runs of each function, the functions taking turns in every round (so that on a
-    busy machine they see the same load)."""
-    best = [float("inf")] * len(fns)
+    """Median of `rounds` runs of each function, the functions taking turns in every round (so that on a
+    busy machine they see the same load); every function runs once first (traces, caches)."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
     for _ in range(rounds):
         for k, fn in enumerate(fns):
             t0 = time.perf_counter()
             fn()
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
+            times[k].append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def digits():
@@ -111,9 +115,9 @@ def digits_rows(repeat, per_element):
     bound = max(t_in, t_cp)
     return [(f"digits MLP, {what}: input pipeline alone", t_in),
             (f"digits MLP, {what}: train steps alone", t_cp),
-            (f"digits MLP, {what}: pipeline, no prefetch", t_serial),
+            (f"digits MLP, {what}: pipeline, no prefetch ({t_serial / bound:.2f}x max)", t_serial),
             (f"digits MLP, {what}: + prefetch ({t_pre / bound:.2f}x max(in, compute))", t_pre),
-            (f"digits MLP, {what}: NumPy slicing loop", t_np)]
+            (f"digits MLP, {what}: NumPy slicing loop ({t_np / bound:.2f}x max)", t_np)]
 
 
 def to_unit(image):
@@ -131,7 +135,7 @@ def input_pipeline_rows(n, repeat):
     def numpy_generator():
         def gen():
             batch = []
-            for i in buffered_shuffle(range(n), 10000, rng(0, 0)):
+            for i in shuffled_order(n, 10000, rng(0, 0)).tolist():
                 batch.append(images[i].astype(np.float32) / np.float32(255.0))
                 if len(batch) == 64:
                     yield np.stack(batch)
@@ -150,9 +154,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6000 images and one repeat")
     args = ap.parse_args(argv)
-    repeat = 1 if args.quick else 5
+    repeat = 1 if args.quick else 15
     rows = digits_rows(repeat, False) + digits_rows(repeat, True) + \
-        input_pipeline_rows(6000 if args.quick else 60000, repeat)
+        input_pipeline_rows(6000 if args.quick else 60000, 1 if args.quick else 5)
     print(f"| {'workload':<72} | {'seconds':>8} |")
     print(f"|{'-' * 74}|{'-' * 10}|")
     for name, seconds in rows:

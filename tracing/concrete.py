@@ -161,6 +161,17 @@ class ConcreteFunction:
         checked nor recorded by a tape: `eager.data` runs a dataset's map function per element this way."""
         return self._run(arrays)
 
+    def flat_arrays(self, arrays: list) -> list:
+        """`flat_call`'s outputs as NumPy arrays in flat (nest) order, no tensors made; only for a function
+        whose outputs are all tensors (`returns_only_tensors`).  `eager.data` stacks a map's per-element
+        outputs into batches this way."""
+        results = self._executable.call(*arrays)
+        return [results[ref] for _, ref in self._output_template]
+
+    @property
+    def returns_only_tensors(self) -> bool:
+        return all(kind == "t" for kind, _ in self._output_template)
+
     def inline(self, *args, **kwargs):
         """While another graph is being built: this function's traced ops copied into it on these
         arguments, without running the Python again (`inline.py`)."""

@@ -34,14 +34,18 @@ def _chunks(iterator, size: int, drop_remainder: bool):
 def stack_elements(spec, elements):
     """One batch: the elements' components stacked along a new first axis."""
     if type(elements[0]) is Tensor:
-        flat = [(e,) for e in elements]
+        flat = [(e._value,) for e in elements]
     elif structure.is_flat_tuple(elements[0]):
-        flat = elements
+        flat = [[p._value for p in e] for e in elements]
     else:
-        flat = [nest.flatten(e) for e in elements]
+        flat = [[p._value for p in nest.flatten(e)] for e in elements]
+    return stack_flat(spec, flat)
+
+
+def stack_flat(spec, rows):
+    """One batch of elements of `spec` from each element's flat component arrays."""
     out = []
-    for k, parts in enumerate(zip(*flat)):
-        arrays = [p._value for p in parts]
+    for k, arrays in enumerate(zip(*rows)):
         first = arrays[0].shape
         for i, a in enumerate(arrays):
             if a.shape != first:
@@ -49,9 +53,9 @@ def stack_elements(spec, elements):
                                            f"First element had shape {list(first)} and element {i} had shape "
                                            f"{list(a.shape)}.")
         out.append(Tensor(np.stack(arrays)))
-    if type(elements[0]) is Tensor:
+    if not nest.is_nested(spec):
         return out[0]
-    return tuple(out) if type(elements[0]) is tuple else nest.pack_sequence_as(spec, out)
+    return tuple(out) if type(spec) is tuple else nest.pack_sequence_as(spec, out)
 
 
 def _batched_spec(spec, size, static: bool):
@@ -86,6 +90,12 @@ class Batch:
             yield from _gathered_batches(source, self.size, self.drop)
             return
         spec = self.inputs[0].spec
+        mapped = getattr(self.inputs[0], "flat_rows", None)
+        rows = mapped() if mapped is not None else None
+        if rows is not None:        # a map over tensor slices: its output arrays stacked, no tensors per row
+            for chunk in _chunks(rows, self.size, self.drop):
+                yield stack_flat(spec, chunk)
+            return
         for chunk in _chunks(self.inputs[0].iterate(), self.size, self.drop):
             yield stack_elements(spec, chunk)
 
@@ -96,9 +106,10 @@ class Batch:
 def _gathered_batches(source, size, drop):
     """Batches of tensor slices (possibly shuffled) as one NumPy gather per component: the rows
     `iterate()` would give, stacked, without making each row a tensor first."""
-    arrays, struct, indices = source
-    for chunk in _chunks(indices, size, drop):
-        idx = np.asarray(chunk, dtype=np.int64)
+    arrays, struct, order = source
+    end = len(order) - len(order) % size if drop else len(order)
+    for start in range(0, end, size):
+        idx = order[start:start + size]
         parts = [Tensor(a[idx]) for a in arrays]
         if not nest.is_nested(struct):
             yield parts[0]

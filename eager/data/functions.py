@@ -9,7 +9,9 @@ being built (the staged form of a dataset loop) that traced graph is copied in
 (`ConcreteFunction.inline`), so the Python does not run again.  Eagerly, `call_element` runs that graph
 on the element's arrays directly (`ConcreteFunction.flat_call`): the element
 already has the traced specs, so `@function`'s per-call work (cache key,
-argument checks, tapes: tf.data's functions are never recorded) is skipped.
+argument checks, tapes: tf.data's functions are never recorded) is skipped;
+`flat_arrays` (arrays in, arrays out, no tensors made) serves a map over
+tensor slices that `batch` stacks.
 
 Arguments follow `tf.data`: an element that is exactly a `tuple` is unpacked
 into positional arguments; a dict, a namedtuple or a tensor is one argument.
@@ -61,10 +63,12 @@ class StructuredFunction:
             self.inline = getattr(concrete, "inline", None)
             # eager elements already have the traced specs: run the graph on their arrays directly
             self._flat_call = getattr(concrete, "flat_call", None)
+            # flat input arrays -> flat output arrays, for `batch` to stack (None: not every output a tensor)
+            self.flat_arrays = concrete.flat_arrays if getattr(concrete, "returns_only_tensors", False) else None
             outputs = concrete.structured_outputs
             self.output_spec = _output_spec(outputs, what)
         else:
-            self.compiled, self.inline, self._flat_call = fn, None, None
+            self.compiled, self.inline, self._flat_call, self.flat_arrays = fn, None, None, None
             self.output_spec = None   # known after the first call
 
     def __call__(self, *args):

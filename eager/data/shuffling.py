@@ -8,9 +8,14 @@ permutation, a buffer of 1 the input order).  The generator is NumPy's PCG64
 seeded with `(seed, epoch)`, so a seeded dataset gives the same order in every
 run, and pass k of a reshuffling dataset differs from pass k-1.
 
-`permutation(n, buffer_size, seed, epoch)` is the same algorithm over the
-indices 0..n-1: the kernel of the `DatasetShufflePermutation` op the graph
-lowering uses, so a staged loop sees exactly the order eager iteration gives.
+`shuffled_order(n, buffer_size, rng)` is the same algorithm over the indices
+0..n-1, as an int64 array: which draw scales which buffer size is known in
+advance (the buffer holds min(buffer_size, n - k) indices at the k-th emit),
+so the draws and the chosen positions are computed by NumPy and only the
+swaps run in Python.  Eager batches and shuffles of tensor slices use it, and
+`permutation(n, buffer_size, seed, epoch)`, the kernel of the
+`DatasetShufflePermutation` op the graph lowering uses, so a staged loop sees
+exactly the order eager iteration gives.
 Imports `eager` modules and NumPy.
 """
 from __future__ import annotations
@@ -56,15 +61,50 @@ def buffered_shuffle(items, buffer_size: int, gen: np.random.Generator):
         yield out
 
 
-def _uniforms(gen: np.random.Generator, block: int = 1024):
+_BLOCK = 1024
+
+
+def _uniforms(gen: np.random.Generator):
     """Uniform [0, 1) draws, generated in blocks (one NumPy call per block, not per element)."""
     while True:
-        yield from gen.random(block).tolist()
+        yield from gen.random(_BLOCK).tolist()
+
+
+_CHUNK = 64 * _BLOCK     # emits computed per NumPy call (bounds the Python lists of a large shuffle)
+
+
+def shuffled_order(n: int, buffer_size: int, gen: np.random.Generator) -> np.ndarray:
+    """`buffered_shuffle(range(n), buffer_size, gen)` as an int64 array (see the module docstring)."""
+    n, size = int(n), int(buffer_size)
+    buf = list(range(min(size - 1, n)))
+    nxt, done, parts = len(buf), 0, []
+    while done < n:
+        count = min(_CHUNK, n - done)
+        # the draws, in the blocks `_uniforms` takes them, each scaled by the buffer's length at its emit
+        draws = np.concatenate([gen.random(_BLOCK) for _ in range(-(-count // _BLOCK))])[:count]
+        lengths = np.minimum(size, np.arange(n - done, n - done - count, -1))
+        out = []
+        emit = out.append
+        for j in (draws * lengths).astype(np.int64).tolist():      # truncated, as int() does
+            if nxt < n:          # the next input enters at the end, then one buffered index leaves
+                buf.append(nxt)
+                nxt += 1
+            emit(buf[j])
+            buf[j] = buf[-1]
+            buf.pop()
+        parts.append(np.array(out, dtype=np.int64))
+        done += count
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def as_ints(order: np.ndarray):
+    """The entries of an index array as Python ints (fast to index with), converted a chunk at a time."""
+    for k in range(0, len(order), _CHUNK):
+        yield from order[k:k + _CHUNK].tolist()
 
 
 def permutation(n, buffer_size, seed, epoch):
-    order = buffered_shuffle(range(int(n)), int(buffer_size), rng(int(seed), int(epoch)))
-    return np.fromiter(order, dtype=np.int64, count=int(n))
+    return shuffled_order(int(n), int(buffer_size), rng(int(seed), int(epoch)))
 
 
 def _infer(specs, attrs):

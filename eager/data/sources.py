@@ -54,25 +54,30 @@ class TensorSlices:
 
     def iterate(self):
         arrays = [_eager_array(c) for c in self.components]
-        n = arrays[0].shape[0]
-        if not nest.is_nested(self.structure):
-            a = arrays[0]
-            for i in range(n):
-                yield Tensor(np.array(a[i]))
-        elif structure.is_flat_tuple(self.structure):
-            for i in range(n):
-                yield tuple([Tensor(np.array(a[i])) for a in arrays])
-        else:
-            for i in range(n):
-                yield nest.pack_sequence_as(self.structure, [Tensor(np.array(a[i])) for a in arrays])
+        yield from slice_rows(arrays, self.structure, range(arrays[0].shape[0]))
 
     def cardinality(self):
         return self.n if self.n is not None else UNKNOWN
 
     def index_source(self):
-        """(component arrays, structure, iterator of row indices): lets `batch` gather whole batches."""
+        """(component arrays, structure, the row order as an int64 array): lets `batch` gather whole batches
+        and `shuffle` reorder rows without iterating them."""
         arrays = [_eager_array(c) for c in self.components]
-        return arrays, self.structure, iter(range(arrays[0].shape[0]))
+        return arrays, self.structure, np.arange(arrays[0].shape[0], dtype=np.int64)
+
+
+def slice_rows(arrays, struct, order):
+    """The elements of tensor slices (`arrays` packed as `struct`) at the row indices `order`, in order."""
+    if not nest.is_nested(struct):
+        a = arrays[0]
+        for i in order:
+            yield Tensor(np.array(a[i]))
+    elif structure.is_flat_tuple(struct):
+        for i in order:
+            yield tuple([Tensor(np.array(a[i])) for a in arrays])
+    else:
+        for i in order:
+            yield nest.pack_sequence_as(struct, [Tensor(np.array(a[i])) for a in arrays])
 
 
 class FromTensors:

@@ -16,7 +16,7 @@ from ..dtypes import int64
 from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
 from . import functions, shuffling, structure, threads
-from .sources import INFINITE, UNKNOWN
+from .sources import INFINITE, UNKNOWN, slice_rows
 
 
 class Map:
@@ -31,6 +31,21 @@ class Map:
         if self.parallel is not None and self.parallel > 1:
             return threads.ParallelMapIterator(source, self.fn.call_element, self.parallel)
         return map(self.fn.call_element, source)
+
+    def flat_rows(self):
+        """Per element, the function's flat output arrays (no tensors made), or None: for `batch` to stack,
+        when the input is tensor slices (or their shuffle) and the function runs serially as one graph."""
+        up = getattr(self.inputs[0], "index_source", None)
+        if up is None or self.fn.flat_arrays is None or (self.parallel is not None and self.parallel > 1) \
+                or not _context.executing_eagerly():
+            return None
+        source = up()
+        if source is None:
+            return None
+        arrays, _, order = source
+        call = self.fn.flat_arrays
+        # each row copied out, as the element a map is given (functions.call_element gets the same arrays)
+        return (call([np.array(a[i]) for a in arrays]) for i in shuffling.as_ints(order))
 
     def cardinality(self):
         return self.inputs[0].cardinality()
@@ -175,6 +190,10 @@ class Shuffle:
             execute(shuffling.RESET, (), {"generator": self.generator}, None)
 
     def iterate(self):
+        rows = self.index_source()
+        if rows is not None:        # tensor slices: the rows in the shuffled order, no buffer of elements
+            arrays, struct, order = rows
+            return slice_rows(arrays, struct, shuffling.as_ints(order))
         return shuffling.buffered_shuffle(self.inputs[0].iterate(), self.buffer_size,
                                           shuffling.rng(self.seed, self.generator.draw()))
 
@@ -184,9 +203,9 @@ class Shuffle:
         source = up() if up is not None else None
         if source is None:
             return None
-        arrays, struct, indices = source
-        return arrays, struct, shuffling.buffered_shuffle(indices, self.buffer_size,
-                                                          shuffling.rng(self.seed, self.generator.draw()))
+        arrays, struct, order = source
+        gen = shuffling.rng(self.seed, self.generator.draw())
+        return arrays, struct, order[shuffling.shuffled_order(len(order), self.buffer_size, gen)]
 
     def cardinality(self):
         return self.inputs[0].cardinality()
