@@ -6,6 +6,9 @@ connects to it) share it, since starting Ray costs seconds (tens of seconds on a
 actors are shared too: a closed session's actors are reset and kept idle for the next session
 (`ray_backend.keep_idle_actors`), since starting one costs about a second; a test that checks that actors
 end with their session asks for `actors_stop_on_close`.
+
+Under pytest-xdist (`-n 2`, as the README's test command runs), the tests that use Ray run on one worker
+(`pytest_xdist_make_scheduler` below), which starts the one Ray, while the other workers run the rest.
 """
 import os
 import sys
@@ -41,3 +44,25 @@ def actors_stop_on_close(ray_local):
     ray_backend.keep_idle_actors(0)
     yield ray_local
     ray_backend.keep_idle_actors(_IDLE_ACTORS)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)   # the hook exists only with pytest-xdist installed
+def pytest_xdist_make_scheduler(config, log):
+    """`-n N` with the default `--dist load`: each test goes to whichever worker is free, except the tests whose
+    id says "distributed" (tests/distributed/, the distributed example), which all go to one worker: one Ray
+    instance for them (starting one costs seconds), not one per worker."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class DistributedTestsOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid):
+            return "distributed" if "distributed" in nodeid else nodeid
+
+    return DistributedTestsOnOneWorker(config, log)
+
+
+def pytest_collection_modifyitems(items):
+    stray = [item.nodeid for item in items if "ray_local" in item.fixturenames and "distributed" not in item.nodeid]
+    if stray:      # it would start a second Ray on another xdist worker
+        raise pytest.UsageError(f"tests that use Ray must say 'distributed' in their path or name: {stray}")
