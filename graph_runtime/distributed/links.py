@@ -34,7 +34,7 @@ Messages are wire.py bytes (no pickles); a connection is accepted only from
 a process that knows the session's random key (multiprocessing's HMAC
 challenge), which travels to the tasks through Ray.
 
-Imports `eager.errors` and sibling modules; `ray` only through ray_backend.py.
+Imports `eager.errors` and wire.py (the master passes it Ray's module and the task actors).
 """
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ from multiprocessing.connection import AuthenticationError, Client, Listener
 
 from eager import errors as _errors
 
-from . import ray_backend, wire
+from . import wire
 
 _enabled = True
 
@@ -141,12 +141,19 @@ class TaskLinks:
                     self._server.deliver(msg[1], msg[2])
                 elif msg[0] == "run":
                     _, reg, step, feeds, timeout_s, trace = msg
-                    conn.send_bytes(_result_bytes(step, self._server.run(reg, step, feeds, timeout_s, trace)))
+                    conn.send_bytes(_result_bytes(step, self._run(reg, step, feeds, timeout_s, trace)))
                 else:
                     raise ValueError(f"direct link: unknown message {msg[0]!r}")
             except (EOFError, OSError, ValueError, TypeError):
                 conn.close()              # closed, or a malformed message: the connection ends
                 return
+
+
+    def _run(self, reg, step, feeds, timeout_s, trace) -> tuple:
+        try:
+            return self._server.run(reg, step, feeds, timeout_s, trace)
+        except Exception as e:        # noqa: BLE001 - the driver waits for an answer: it gets the error
+            return ("error", type(e).__name__, f"{type(e).__name__}: {e}", None)
 
 
 def _result_bytes(step: int, record: tuple) -> bytes:
@@ -281,12 +288,6 @@ def fetch_label(request) -> str:
     """The names of a request's fetches and targets (how step_routes names a (fetches, feeds))."""
     return ", ".join([r.tensor.name if r.kind == "value" else getattr(r.var, "name", "a variable")
                       for r in request.returns if r.kind != "none"] + [o.name for o in request.targets])
-
-
-def release(ray, actors: dict, conns: dict) -> None:
-    """A session's close and finalizer: its direct links, then its actors (ray_backend.stop_all)."""
-    close_all(conns)
-    ray_backend.stop_all(ray, actors)
 
 
 def _connect(address, authkey: bytes):

@@ -73,7 +73,7 @@ from ..placement import local_devices, variable_device
 from ..run_config import OpStats, SessionConfig
 from ..runtime import Executable, Request, Runtime, make_request, register_runtime
 from . import ray_backend
-from .links import DriverLinks, fetch_label, release
+from .links import DriverLinks, close_all, fetch_label
 from .partial_runs import RayPartialRuns
 from .payloads import VariableNames, VariableRegistry, build_task_plan
 from .worker import CONFIG_FIELDS
@@ -114,7 +114,7 @@ class RayRuntime(RayPartialRuns, Runtime):
         self._links = DriverLinks(self, target, self._ray, self._actors, self._dead)
         # the actors hold each other (peers), so nothing ends them when an unclosed session is collected:
         # this finalizer does (it holds the dicts, which recovery updates in place, never the session)
-        self._stop_actors = weakref.finalize(self, release, self._ray, self._actors, self._links.conns)
+        self._stop_actors = weakref.finalize(self, _release, self._ray, self._actors, self._links.conns)
         self._stop_actors.atexit = False            # Ray's own shutdown ends them at exit
         self._registered: dict = {name: set() for name in self._tasks}
         self._names = VariableRegistry()
@@ -386,6 +386,12 @@ class RayRuntime(RayPartialRuns, Runtime):
             handle.release()
         if getattr(self, "_stop_actors", None) is not None:
             self._stop_actors()
+
+
+def _release(ray, actors: dict, conns: dict) -> None:
+    """A session's close and finalizer: its direct links, then its actors."""
+    close_all(conns)
+    ray_backend.stop_all(ray, actors)
 
 
 register_runtime(ray_backend.TARGET_PREFIX, RayRuntime)
