@@ -73,7 +73,11 @@ def make_threaded_runner(threads: int) -> Callable:
     running on a pool thread, or a busy pool, runs serially.
     """
     def run(body, args, extent, step):
-        parallel.for_range(lambda lo, hi: body(*args, lo, hi), extent, extent, min_bytes=0, threads_=threads)
+        # each of the body's steps (about chunk_bytes per buffer) counts as one pool chunk's traffic, so the
+        # range is cut into several chunks per thread, taken in turns, not one per thread: a thread the OS
+        # runs late then holds a small share, not half the work
+        traffic = -(-extent // step) * parallel.CHUNK_BYTES
+        parallel.for_range(lambda lo, hi: body(*args, lo, hi), extent, traffic, min_bytes=0, threads_=threads)
     return run
 
 

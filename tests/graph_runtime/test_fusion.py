@@ -1,6 +1,8 @@
 """Elementwise fusion: grouping rules, strategies, report and switches."""
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -346,3 +348,20 @@ def test_numexpr_whose_interface_changed_is_not_used(monkeypatch):
     monkeypatch.undo()
     monkeypatch.setattr(numexpr_backend, "_ne", None)
     assert numexpr_backend.available()
+
+
+def test_threaded_chunks_are_several_per_thread_taken_in_turns():
+    # the body's steps are the unit of work: 2 threads over 64 steps cut the range into 4 chunks a thread
+    # (so a thread the OS runs late holds a small share), covering it exactly once
+    from graph_runtime.fusion.kernel import make_threaded_runner
+    from eager import parallel
+    seen, lock = [], threading.Lock()
+
+    def body(lo, hi):
+        with lock:
+            seen.append((lo, hi))
+    make_threaded_runner(2)(body, (), 64 * 1000, 1000)
+    assert len(seen) == parallel.MAX_CHUNKS_PER_THREAD * 2
+    covered = sorted(seen)
+    assert covered[0][0] == 0 and covered[-1][1] == 64 * 1000
+    assert all(a[1] == b[0] for a, b in zip(covered, covered[1:]))
