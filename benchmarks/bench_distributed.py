@@ -13,13 +13,10 @@ Rows (each measured in this run, interleaved with its baseline: benchmarks/harne
 - transfer: the same 2-task graph minus the 1-task graph, for a 4-float and a 4 MB float32 tensor;
 - MLP: one data-parallel training step of examples/distributed_mlp.py (parameters on the ps, a batch of
   64 split over 2 workers) vs the same graph with every task on one worker, and vs a local Session; the
-  note gives the step in Ray round trips (of this run: the target for ps + 2 workers is 3x or less).
-  Steps go over direct links (graph_runtime/distributed/links.py); "by actor calls" is the same ps + 2
-  workers step in a session made after `use_direct_links(False)`;
+  note gives the step in Ray round trips (of this run: the target for ps + 2 workers is 3x or less);
 - the MLP step's messages in plain Ray (the ps sends the parameters to each worker, each sends its
   gradients back, one-way actor calls; no graphjit) vs graphjit's step, and the same stages as a Ray
-  Compiled Graph (shared-memory channels), measured last and torn down at once (its actors busy-poll
-  their channels: each burns a core while it waits), in round trips measured alongside it.
+  Compiled Graph (shared-memory channels): what a step costs on this machine whoever sends the messages.
 """
 from __future__ import annotations
 
@@ -144,9 +141,6 @@ class _StepTask:
     def set_peers(self, peers):
         self.peers = peers
 
-    def ping(self):
-        return 1
-
     def deliver(self, step, key, value):
         with self.cond:
             self.box[(step, key)] = value
@@ -178,8 +172,7 @@ class _StepTask:
 
 
 def step_by_hand(ray) -> tuple:
-    """(the step's messages as Ray actor calls, a function compiling the same as a Ray Compiled Graph (None:
-    not available), a Ray round trip, cleanup)."""
+    """(the step's messages as Ray actor calls, the same as a Ray Compiled Graph or None, cleanup)."""
     task = ray.remote(_StepTask).options(num_cpus=0, max_concurrency=8)
     ps, w0, w1 = task.remote(), task.remote(), task.remote()
     ray.get([ps.set_peers.remote({"w0": w0, "w1": w1}), w0.set_peers.remote({"ps": ps}),
@@ -192,33 +185,28 @@ def step_by_hand(ray) -> tuple:
         ray.get([ps.ps_step.remote(s), w0.worker_step.remote(s, "w0", x), w1.worker_step.remote(s, "w1", x)])
 
     actors = [ps, w0, w1]
-    compiled = []
-
-    def compile_graph():
-        try:        # a beta Ray feature: the row says so when it is missing
-            from ray.dag import InputNode
-            cps, c0, c1 = (ray.remote(_StepTask).options(num_cpus=0).remote() for _ in range(3))
-            actors.extend([cps, c0, c1])
-            with InputNode() as inp:
-                read = cps.read.bind(inp)
-                compiled.append(cps.apply.bind(c0.grads.bind(read, inp),
-                                               c1.grads.bind(read, inp)).experimental_compile())
-        except Exception as e:      # noqa: BLE001
-            print(f"(no Ray Compiled Graph: {type(e).__name__}: {e})")
-            return None
-        return lambda: ray.get(compiled[0].execute(x))
+    compiled = None
+    try:        # a beta Ray feature: the row says so when it is missing
+        from ray.dag import InputNode
+        cps, c0, c1 = (ray.remote(_StepTask).options(num_cpus=0).remote() for _ in range(3))
+        actors += [cps, c0, c1]
+        with InputNode() as inp:
+            read = cps.read.bind(inp)
+            dag = cps.apply.bind(c0.grads.bind(read, inp), c1.grads.bind(read, inp)).experimental_compile()
+        compiled = dag
+    except Exception as e:      # noqa: BLE001
+        print(f"(no Ray Compiled Graph: {type(e).__name__}: {e})")
 
     def cleanup():
-        for graph in compiled:
-            graph.teardown()
+        if compiled is not None:
+            compiled.teardown()
         for a in actors:
             ray.kill(a)
 
-    return calls, compile_graph, (lambda: ray.get(ps.ping.remote())), cleanup
+    return calls, (None if compiled is None else (lambda: ray.get(compiled.execute(x)))), cleanup
 
 
 def mlp_rows(ray, t_ping: float) -> list:
-    from graph_runtime.distributed import links
     sys.path.insert(0, EXAMPLES)
     import distributed_mlp as dm
     from mlp_digits import load_data
@@ -231,29 +219,24 @@ def mlp_rows(ray, t_ping: float) -> list:
     sessions = []
     for name, target, config in (
             ("ps + 2 workers", "ray://local", gr.SessionConfig(cluster=dm.CLUSTER)),
-            ("ps + 2 workers by actor calls", "ray://local", gr.SessionConfig(cluster=dm.CLUSTER)),
             ("1 task", "ray://local", gr.SessionConfig(cluster=gr.ClusterSpec({"worker": 1}),
                                                        allow_soft_placement=True)),
             ("in-process", "", gr.SessionConfig(allow_soft_placement=True))):
-        links.use_direct_links("actor calls" not in name)
         sess = gr.Session(target, graph=graph, config=config)
         sess.run(t["init"])
         runs[name] = sess.make_callable(fetches, feeds)
         sessions.append(sess)
-    links.use_direct_links(True)
     rows = []
-    for name in ("ps + 2 workers", "ps + 2 workers by actor calls", "1 task"):
+    for name in ("ps + 2 workers", "1 task"):
         t_d, t_l = paired(lambda: runs[name](*shards), lambda: runs["in-process"](*shards), rounds=7)
         rows.append(Row("MLP train step, batch 64", f"{name} vs in-process", t_d, t_l,
                         note=f"{1 / t_d:.0f} steps/s, {t_d / t_ping:.1f}x Ray's round trip"))
-    calls, compile_graph, ping, cleanup = step_by_hand(ray)
+    calls, compiled, cleanup = step_by_hand(ray)
     t_d, t_r = paired(lambda: runs["ps + 2 workers"](*shards), calls, rounds=7)
     note = f"Ray by hand: {t_r / t_ping:.1f}x Ray's round trip"
-    compiled = compile_graph()
     if compiled is not None:
-        t_c, t_p = paired(compiled, ping, rounds=7)
-        note += (f"; as a Ray Compiled Graph {t_c * 1e3:.2f} ms ({t_c / t_p:.1f}x the round trip measured with it, "
-                 f"{t_p * 1e3:.2f} ms)")
+        t_c, _ = paired(compiled, calls, rounds=7)
+        note += f"; as a Ray Compiled Graph {t_c * 1e3:.2f} ms ({t_c / t_ping:.1f}x)"
     rows.append(Row("MLP step's messages, ps + 2 workers", "graphjit vs Ray actor calls by hand", t_d, t_r,
                     note=note))
     cleanup()

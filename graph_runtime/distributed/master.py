@@ -14,9 +14,7 @@ runs on one (TF's master, on the driver; runtime.py has the interface):
   (`run`, all tasks at once), tasks exchange tensors directly
   (transport.py) and each returns the fetched values it owns; the master
   collects them (`fetches.pack_result`; the executable rebuilds nested
-  structures).  The messages go over direct links (links.py: sockets, no
-  Ray task per message) once the session's first step opened them, else
-  by actor calls;
+  structures);
 - variables are named once per session (payloads.VariableRegistry: the same
   name in every partition, so a task's resource table binds them across runs);
 - placement's transfer costs are this cluster's: when the session starts
@@ -73,7 +71,6 @@ from ..placement import local_devices, variable_device
 from ..run_config import OpStats, SessionConfig
 from ..runtime import Executable, Request, Runtime, make_request, register_runtime
 from . import ray_backend
-from .links import DriverLinks, close_all, fetch_label
 from .partial_runs import RayPartialRuns
 from .payloads import VariableNames, VariableRegistry, build_task_plan
 from .worker import CONFIG_FIELDS
@@ -110,17 +107,15 @@ class RayRuntime(RayPartialRuns, Runtime):
         self._tasks = {t.name: t for t in self._cluster.tasks()}
         self._ray = ray_backend.connect(target)
         self._actors: dict = {}
-        self._dead: dict = {}                       # task name -> why
-        self._links = DriverLinks(self, target, self._ray, self._actors, self._dead)
         # the actors hold each other (peers), so nothing ends them when an unclosed session is collected:
-        # this finalizer does (it holds the dicts, which recovery updates in place, never the session)
-        self._stop_actors = weakref.finalize(self, _release, self._ray, self._actors, self._links.conns)
+        # this finalizer does (it holds the dict, which recovery updates in place, never the session)
+        self._stop_actors = weakref.finalize(self, ray_backend.stop_all, self._ray, self._actors)
         self._stop_actors.atexit = False            # Ray's own shutdown ends them at exit
         self._registered: dict = {name: set() for name in self._tasks}
+        self._dead: dict = {}                       # task name -> why
         self._names = VariableRegistry()
         self._regs = itertools.count(1)
         self._partial_runs = weakref.WeakSet()     # partial runs alive (a dropped handle: the gc frees it)
-        self._seen = weakref.WeakSet()             # the TaskPlans that ran (step_routes)
         try:
             self._actors.update(zip(self._tasks, ray_backend.start_tasks(self._ray, list(self._tasks.values()))))
             self._link()
@@ -153,7 +148,6 @@ class RayRuntime(RayPartialRuns, Runtime):
                                 self.links)
         plan = build_task_plan(req, request.feeds, request.returns, request.container, self._cluster, self._names,
                                self._regs, {k: getattr(self.config, k) for k in CONFIG_FIELDS})
-        plan.label = fetch_label(request)
         return Executable(self, request, plan, direct=False, report=req.report)
 
     def forget(self, executables: list) -> None:
@@ -214,12 +208,9 @@ class RayRuntime(RayPartialRuns, Runtime):
         trace = bool(options is not None and options.trace_level)
         began = time.time()
         step = self.next_step()
-        self._seen.add(runner)
-        results = self._links.results(runner, step, vals, timeout_s, trace)
-        if results is None:         # by actor calls (runner.note says why)
-            refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s,
-                                                    trace) for p in runner.parts]
-            results = self._gather(runner, step, refs, timeout_s)
+        refs = [self._actors[p.task].run.remote(p.reg, step, [vals[i] for i in p.feed_index], timeout_s, trace)
+                for p in runner.parts]
+        results = self._gather(runner, step, refs, timeout_s)
         out = [None] * runner.n_returns
         for p, res in zip(runner.parts, results):
             for i, v in zip(p.return_index, res[1]):
@@ -252,8 +243,8 @@ class RayRuntime(RayPartialRuns, Runtime):
                 errors.append(_errors.DeadlineExceededError(
                     f"step {step} did not finish within {timeout_s:.3g} s on tasks "
                     f"{sorted(tasks[r] for r in pending)}"))
-                self.abort_step(step, runner, str(errors[-1]))
-                self.check_health([tasks[r] for r in pending])     # busy is not dead
+                self._abort(step, runner, str(errors[-1]))
+                self._check_health([tasks[r] for r in pending])     # busy is not dead
                 pending = []
             for r in ready:
                 try:
@@ -262,19 +253,19 @@ class RayRuntime(RayPartialRuns, Runtime):
                     res = None
                     exc = self._failure(tasks[r], e)
                 else:
-                    exc = None if res[0] == "ok" else self.rebuild_error(tasks[r], res)
+                    exc = None if res[0] == "ok" else self._rebuild(tasks[r], res)
                 results[r] = res
                 if exc is not None:
                     errors.append(exc)
                     if len(errors) == 1:
-                        self.abort_step(step, runner, f"{tasks[r]} failed: {exc}")
+                        self._abort(step, runner, f"{tasks[r]} failed: {exc}")
         if not errors:
             return [results[r] for r in refs]
         # every task answered: the failure's own error wins over the aborts it caused on its peers, whatever
         # order the answers came in
         raise next((e for e in errors if not isinstance(e, _errors.AbortedError)), errors[0])
 
-    def check_health(self, names) -> None:
+    def _check_health(self, names) -> None:
         """Mark dead the tasks among `names` that do not answer a ping within _HEALTH_S (a task still busy
         with a step answers: its actor serves calls on other threads)."""
         pings = {self._actors[t].ping.remote(): t for t in names if t not in self._dead}
@@ -288,14 +279,13 @@ class RayRuntime(RayPartialRuns, Runtime):
             if status is not None and pings[r] not in self._dead:
                 self._dead[pings[r]] = str(status)
 
-    def abort_step(self, step, runner, why) -> None:
+    def _abort(self, step, runner, why) -> None:
         for p in runner.parts:
             if p.task not in self._dead:
                 self._actors[p.task].abort.remote(step, why)
 
     @staticmethod
-    def rebuild_error(task, record) -> BaseException:
-        """The exception a task reported as data (worker.error_record)."""
+    def _rebuild(task, record) -> BaseException:
         _, cls_name, message, op_name = record
         cls = _ERRORS.get(cls_name)
         if cls is None:
@@ -317,7 +307,6 @@ class RayRuntime(RayPartialRuns, Runtime):
             raise _errors.FailedPreconditionError(
                 f"task(s) {sorted(dead)} died and task_recovery='restore', but no checkpoint was saved with this "
                 f"session yet (Saver.save(sess, path)); nothing to restore from")
-        self._links.reset()                # the dead tasks' links are gone: the next step opens new ones
         ray_backend.stop_tasks(self._ray, [self._actors[name] for name in dead])
         self._actors.update(zip(dead, ray_backend.start_tasks(self._ray, [self._tasks[name] for name in dead])))
         for name in dead:
@@ -375,23 +364,12 @@ class RayRuntime(RayPartialRuns, Runtime):
             except Exception as e:      # noqa: BLE001
                 raise self._failure(task, e) from None
 
-    def step_routes(self) -> list:
-        """(fetches, route) of each (fetches, feeds) this session ran: how its last step went ("direct
-        links", or why by actor calls)."""
-        return [(r.label, r.note) for r in list(self._seen)]
-
     # -- lifecycle -----------------------------------------------------------------------
     def close(self) -> None:
         for handle in list(getattr(self, "_partial_runs", ())):
             handle.release()
         if getattr(self, "_stop_actors", None) is not None:
             self._stop_actors()
-
-
-def _release(ray, actors: dict, conns: dict) -> None:
-    """A session's close and finalizer: its direct links, then its actors."""
-    close_all(conns)
-    ray_backend.stop_all(ray, actors)
 
 
 register_runtime(ray_backend.TARGET_PREFIX, RayRuntime)

@@ -302,7 +302,7 @@ class RayPartialRuns:
 
 
 class _Involved:
-    """The tasks of one partial-run call, as `_gather` and `abort_step` see a run's parts."""
+    """The tasks of one partial-run call, as `_gather` and `_abort` see a run's parts."""
 
     def __init__(self, parts):
         self.parts = parts

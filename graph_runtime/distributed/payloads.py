@@ -66,13 +66,12 @@ class TaskPart:
 class TaskPlan:
     """One (fetches, feeds) on the cluster: the partitions to register and run, and where results go."""
 
-    __slots__ = ("parts", "n_returns", "fed_returns", "container", "graph_defs", "label", "note", "__weakref__")
+    __slots__ = ("parts", "n_returns", "fed_returns", "container", "graph_defs")
     fn = None      # no direct function: every run goes through the runtime (RayRuntime.executor)
 
     def __init__(self, parts, n_returns, fed_returns, container, graph_defs):
         self.parts, self.n_returns, self.fed_returns = parts, n_returns, fed_returns
         self.container, self.graph_defs = container, graph_defs
-        self.label = self.note = ""      # the fetches' names; how its last step went (RayRuntime.step_routes)
 
 
 def build_task_plan(req, feeds, items, container, cluster, registry, reg_ids, config: dict) -> TaskPlan:

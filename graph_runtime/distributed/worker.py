@@ -16,8 +16,7 @@ A task holds:
   partitioned the whole graph; only the passes named in
   `pipeline.TASK_PASSES`, the in-place rewrite `memory`, run here);
 - a `Mailbox` for the `_Recv`s of its partitions (transport.py); peers'
-  `_Send`s call `deliver`, by an actor call or over a direct link
-  (links.py: the driver's `run` messages come that way too).
+  `_Send`s call `deliver`.
 
 `run(reg, step, feeds, timeout_s, trace)` runs a registration's partitions
 for step `step`, device 0's on the calling thread and the others' on the
@@ -53,7 +52,6 @@ from ..rendezvous import set_current
 from ..run_config import RunMetadata, SessionConfig
 from ..executors import TracingExecutor
 from . import partial_runs
-from .links import TaskLinks
 from .transport import Mailbox, StepRendezvous
 
 # what a partition's config may carry (plain values only): how to compile it and whether to run the
@@ -110,7 +108,6 @@ class TaskServer:
         self._partial_values: dict = {}  # partial run id -> plan index -> its values so far
         self._active: dict = {}          # step id -> its calls running here (retire waits for them)
         self._active_cond = threading.Condition()
-        self._links = TaskLinks(self)
 
     # -- setup ---------------------------------------------------------------------------
     def ping(self) -> str:
@@ -133,7 +130,6 @@ class TaskServer:
         with self._lock:
             self.variables, self._plans, self._partial_values = {}, {}, {}
             self._peers = {}
-        self._links.close()
         return True
 
     def probe(self, peer: str, n: int) -> float:
@@ -145,14 +141,6 @@ class TaskServer:
             ray.get(self._peers[peer].ping.remote())
             times.append(time.perf_counter() - began)
         return sorted(times)[len(times) // 2]
-
-    def open_links(self, authkey: bytes) -> tuple:
-        """Listen for direct links (links.py) from the driver and the peers; -> the address."""
-        import ray      # this runs in a Ray actor; the module itself does not need Ray (the optional extra)
-        return self._links.open(authkey, ray.util.get_node_ip_address())
-
-    def connect_links(self, addresses: dict, authkey: bytes) -> None:
-        self._links.connect(addresses, authkey)
 
     def set_peers(self, peers: dict) -> None:
         """Task name -> actor handle of every other task (for `_Send`s to them)."""
@@ -206,8 +194,7 @@ class TaskServer:
         if peer is None:
             raise _errors.UnavailableError(f"{self.task}: no task {task} in this cluster to send "
                                            f"{[k for k, _ in items]} to", op_name="_Send")
-        if not self._links.send(task, step, items):     # over a direct link, or
-            peer.deliver.remote(step, items)               # one way by an actor call: the receiver's mailbox
+        peer.deliver.remote(step, items)               # one way: the receiver's mailbox
 
     def run(self, reg: int, step: int, feeds: list, timeout_s: float, trace: bool = False):
         """Run registration `reg`'s partitions for `step`, one thread per device (module docstring)."""
