@@ -25,14 +25,16 @@ arrays on every call cost page faults (measured: about a third of an eager
 CNN step's CPU time went to the kernel zeroing new pages).  The copies into the im2col buffer
 and col2im's scatter-adds are memory-bound: big ones run in batch parts on
 both cores (`eager.parallel.for_range`); the GEMMs between them stay on the
-calling thread, where OpenBLAS uses its own threads.  `choose(kind, ...)` estimates each
+calling thread, where OpenBLAS uses its own threads.  With numba installed,
+big scatter-adds run as one compiled pass per image (`eager.native`: the
+same additions in the same order, so the same bits).  `choose(kind, ...)` estimates each
 algorithm's time from the shapes with a few constants measured once on the
 2-core development machine (single-threaded OpenBLAS, see
 benchmarks/bench_cnn.py) and caches the pick per shape.  The pick depends on
 shapes only, never on timings taken at run time, so a program gives the same
 bits on every run.  `forced(...)` overrides the pick (tests, benchmarks).
 
-Imports: numpy, `eager.parallel` and `windows` (geometry helpers).
+Imports: numpy, `eager.parallel`, `eager.native` and `windows` (geometry helpers).
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ import threading
 
 import numpy as np
 
-from .. import parallel
+from .. import native, parallel
 from .windows import crop, padded_shape, slab, window_view
 
 ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transpose"), "filter": ("gemm", "taps")}
@@ -178,7 +180,6 @@ def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop):
     if kh == kw == 1 and view[:, :, :, 0, 0, :].flags.c_contiguous:
         return view.reshape(-1, c)                  # a 1x1 stride-1 convolution: already im2col
     buf = _scratch("cols", view.shape, xp.dtype)
-
     def copy(lo, hi):
         if c == 1:     # slab by slab: contiguous runs of one element make one strided copy slow
             for i in range(kh):
@@ -245,6 +246,11 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
 def _scatter_add(dxp, cols, strides, dilations):
     """col2im: add each tap's column slab of `cols` [n, oh, ow, kh, kw, C] into the padded `dxp` [n, ...]."""
     _, oh, ow, kh, kw, _ = cols.shape
+    if native.use(cols.nbytes, cols.dtype):
+        def add(lo, hi):
+            native.col2im(cols[lo:hi], dxp[lo:hi], strides, dilations)
+        parallel.for_range(add, cols.shape[0], 3 * cols.nbytes)
+        return
 
     def add(lo, hi):
         part, src = dxp[lo:hi], cols[lo:hi]

@@ -9,15 +9,16 @@ does.  For non-overlapping windows (ksize == strides, no padding: the common
 viewed as [N, oh, kh, ow, kw, C] blocks, compared once against the window
 maxima, ties are cut to the first maximum with one boolean op per offset, and
 values are selected through an integer view (an exact `where`: no 0 * inf).
-Windows holding NaN take the general argmax path, so both paths agree.  Big
-tensors run in batch chunks on both cores (`eager.parallel`), forward and
-gradient.
+Windows holding NaN take the general argmax path, so both paths agree.  With
+numba installed, a big MaxPoolGrad over such windows is one compiled pass
+(`eager.native`: the same routing, the same bits).  Big tensors run in batch
+chunks on both cores (`eager.parallel`), forward and gradient.
 
 Gradient primitives close under differentiation, as in TensorFlow:
 MaxPoolGrad <-> MaxPoolGradGrad and AvgPoolGrad <-> AvgPool are adjoint
 pairs.  `orig_input_shape` is an int32 tensor so shapes may be dynamic.
 
-Imports: numpy, the eager core, `eager.parallel`, `array.shape`, `windows`.
+Imports: numpy, the eager core, `eager.parallel`, `eager.native`, `array.shape`, `windows`.
 """
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..convert import convert_to_tensor
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
-from .. import parallel
+from .. import native, parallel
 from ..registry import Spec, op
 from .array import shape as _shape
 from .windows import (check_format, check_rank4, crop, geometry, hw_arg, pad, padded_shape, padding_arg, sizes, slab,
@@ -143,9 +144,23 @@ def _route_to_first_max(x, dy, geom):
     return None if ok else dx
 
 
+def _route_natively(x, dy, geom):
+    """MaxPoolGrad for non-overlapping windows in one compiled pass (eager.native: the same bits, NaN too)."""
+    oh, ow, kh, kw = geom
+    covered = x.shape[1] == oh * kh and x.shape[2] == ow * kw
+    dx = np.empty(x.shape, dy.dtype) if covered else np.zeros(x.shape, dy.dtype)
+
+    def route(lo, hi):
+        native.max_pool_grad(x[lo:hi], dy[lo:hi], dx[lo:hi], kh, kw)
+    parallel.for_range(route, x.shape[0], 2 * (x.nbytes + dy.nbytes))
+    return dx
+
+
 def _max_pool_grad_kernel(x, y, dy, ksize, strides, padding):
     attrs = {"ksize": ksize, "strides": strides, "padding": padding}
     geom = _non_overlapping(x, attrs) if _bits(dy) is not None else None
+    if geom is not None and x.dtype == dy.dtype and native.use(x.nbytes + dy.nbytes, x.dtype):
+        return _route_natively(x, dy, geom)
     if geom is not None:
         dx = _route_to_first_max(x, dy, geom)
         if dx is not None:

@@ -79,15 +79,17 @@ def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
     if not keepdims and axes:
         dy = dy.reshape(tuple(1 if i in axes else d for i, d in enumerate(xs)))
     out = np.empty(xs, dtype=dy.dtype)
-    np.copyto(out, dy)
-    if mean:
-        n = 1
-        for a in axes:
-            n *= xs[a]
-        if dy.dtype.kind == "f":
-            out *= dy.dtype.type(1.0 / max(n, 1))
-        else:
-            out //= max(n, 1)
+    if not mean:
+        np.copyto(out, dy)
+        return out
+    n = 1
+    for a in axes:
+        n *= xs[a]
+    # one pass: broadcasting dy into the scaled output gives the bits of a copy followed by `out *= scale`
+    if dy.dtype.kind == "f":
+        np.multiply(dy, dy.dtype.type(1.0 / max(n, 1)), out=out)
+    else:
+        np.floor_divide(dy, max(n, 1), out=out)
     return out
 
 

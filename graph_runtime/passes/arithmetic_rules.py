@@ -231,6 +231,41 @@ def _add_n(b, m):
     return b.emit("AddN", x, y, z)        # AddN sums left to right: (x + y) + z, bitwise the same
 
 
+def _mul_reduce_grad(b, m):
+    """y * ReduceGrad(dy, x) over all of x's axes -> y * s, s = dy (sum) or dy * (1/n) (mean) as one element.
+
+    ReduceGrad's output is s broadcast to x's shape (its kernel computes `dy * (1/n)` per element), so
+    multiplying y by the one-element s gives the same bits without filling an x-sized array; the fusion
+    pass can then put the product in the group of y's producer.  Floats only (integer means divide);
+    y must have the product's exact static shape (s must not broadcast y).
+    """
+    y, dy, x, rg = m["y"], m["dy"], m["x"], m["rg_op"]
+    dims = x._shape._dims
+    if not (_is_float(y) and b.same_as_output(y) and dims is not None and None not in dims
+            and tuple(dims) == tuple(y._shape._dims) and dy._dtype is y._dtype):
+        return None
+    ddims = dy._shape._dims
+    axis = rg._attrs.get("axis")
+    reduced = set(range(len(dims))) if axis is None else {a % max(len(dims), 1) for a in axis}
+    if ddims is None or None in ddims or int(np.prod(ddims)) != 1 or reduced != set(range(len(dims))):
+        return None
+    if not rg._attrs.get("mean"):
+        return b.emit("Mul", y, dy)
+    n = max(int(np.prod(dims)), 1)
+    scale = b.const(np.asarray(y._dtype.np_dtype.type(1.0 / n)))
+    return b.emit("Mul", y, b.emit("Mul", dy, scale))
+
+
+def _ones_like_small(b, m):
+    """ones_like(x) -> a constant when x's static shape is fully known and small (a gradient's seed for a
+    scalar loss): what follows can then fold or fuse with the forward.  Big ones stay a fill: a constant
+    would hold the memory for the graph's lifetime."""
+    dims = m["x"]._shape._dims
+    if dims is None or None in dims or int(np.prod(dims)) > 64 or not b.same_as_output(m["x"]):
+        return None
+    return b.const(np.ones(tuple(dims), m["x"]._dtype.np_dtype))
+
+
 RULES = [
     # identities (broadcast- and IEEE-safe)
     Rule("mul_one", P("Mul", V("x"), C("c", is_one), commute=True), _keep_x, doc="x * 1 -> x"),
@@ -265,6 +300,10 @@ RULES = [
          doc="(x - y)^2 -> SquaredDifference(x, y)"),
     Rule("add_n", P("AddV2", P("AddV2", V("x"), V("y"), name="inner"), V("z"), commute=True), _add_n,
          doc="(x + y) + z -> AddN(x, y, z) (same static shapes)"),
+    Rule("mul_reduce_grad", P("Mul", V("y"), P("ReduceGrad", V("dy"), V("x"), name="rg"), commute=True),
+         _mul_reduce_grad, doc="y * ReduceGrad(dy, x) over every axis -> y * (dy or dy * 1/n): no x-sized fill"),
+    Rule("ones_like_small", P("OnesLike", V("x")), _ones_like_small,
+         doc="ones_like(x) -> constant ones when x's static shape is known and at most 64 elements"),
     # more accurate forms (not bitwise)
     Rule("log1p", P("Log", P("AddV2", V("x"), C("c", is_one), commute=True, name="add")), _log1p, exact=False,
          doc="log(1 + x) -> Log1p(x)"),

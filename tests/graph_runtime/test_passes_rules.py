@@ -101,6 +101,25 @@ def test_not_greater_is_less_equal_for_ints_only():
     assert details.get("not_compare") == 1 and "NotEqual" in ts
 
 
+@pytest.mark.parametrize("reduce", [ek.reduce_mean, ek.reduce_sum])
+def test_a_product_with_a_full_reduce_grad_multiplies_by_one_element(reduce):
+    # the gradient of a mean/sum loss: ReduceGrad's x-sized fill goes, the bits stay (SPECIAL: nan, inf, -0)
+    ts, details = _arith(lambda x: gr.gradients(reduce(ek.square(ek.tanh(x))), [x])[0])
+    assert details.get("mul_reduce_grad") == 1, details
+
+
+def test_ones_like_of_a_small_known_shape_is_a_constant():
+    ts, details = _arith(lambda x: ek.ones_like(ek.reduce_sum(x, axis=0)) * x)
+    assert details.get("ones_like_small") == 1 and "OnesLike" not in ts
+    ts, details = _arith(lambda x: ek.ones_like(x) * x, shape=(None, 3))     # unknown batch: a fill
+    assert "ones_like_small" not in details and "OnesLike" in ts
+
+
+def test_a_partial_reduce_grad_is_not_one_element():
+    ts, details = _arith(lambda x: gr.gradients(ek.reduce_mean(ek.square(ek.tanh(x)), axis=0), [x])[0])
+    assert "mul_reduce_grad" not in details and "ReduceGrad" in ts
+
+
 @pytest.mark.parametrize("fn", [
     lambda x: x * 0.0,                                      # inf * 0 is nan
     lambda x: ek.abs(ek.abs(x)),

@@ -1,0 +1,179 @@
+"""Optional compiled kernels (numba, the `[native]` extra) for memory-bound parts of convolutions and pooling.
+
+NumPy does two kernels in many passes over memory: col2im adds each of the
+kh * kw tap slabs into the whole input gradient in turn, and the max-pool
+gradient builds the window maxima, one mask per window offset, then
+multiplies.  The functions here do each in one pass, image by image (an
+image's slabs stay in cache), with exactly the same arithmetic:
+
+- `col2im(cols, dxp, ...)`: the same additions as NumPy's `dxp[slab] += cols[tap]`
+  loop, in the same order for every element (tap by tap, starting from the
+  zeros of `dxp`), no reassociation, no fused multiply-add;
+- `max_pool_grad(x, dy, dx, kh, kw)`: non-overlapping windows; each window's
+  dy goes to its first maximum in row-major order found with the same `>`
+  scan as NumPy's argmax path (a NaN never wins), every other element gets
+  zero.
+
+So the results are the NumPy kernels' bits (tests check it; the one
+difference: where some window holds a NaN, the NumPy max-pool gradient
+turns a -0.0 gradient into +0.0, the native one keeps -0.0).  An im2col copy
+was tried too and dropped: NumPy's strided copy was as fast or faster
+(benchmarks/RESULTS.md).
+
+When: `use(nbytes)` is true when numba can be imported, native kernels are
+enabled (`GRAPHJIT_NATIVE=0` or `set_enabled(False)` turns them off; they
+are on by default when numba is installed) and the kernel moves at least
+`MIN_BYTES`.  The kernels beat NumPy at every size measured (64 KB to 7 MB,
+benchmarks/bench_native.py), but the first use in a process costs numba's
+start-up (import and LLVM set-up, 1-3 s on the development machine), which
+a process working on small tensors (most tests, the digits examples) never
+wins back: the threshold keeps it out of them.  Nothing is compiled at
+import: numba is imported and each kernel compiled (`cache=True`: into
+numba's cache next to this file, once per machine) on first use.  Compiled
+kernels release the GIL (`nogil=True`), so callers split them over batch
+parts on `eager.parallel`'s pool like the NumPy bodies they replace; numba's
+own threading (`parallel=True`) is not used, so there is no second pool to
+oversubscribe the cores.
+
+Imports numpy and the standard library (numba lazily, when a kernel is first needed).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+
+import numpy as np
+
+MIN_BYTES = 1 << 20            # a kernel moving less than this runs the NumPy path (see above)
+
+_lock = threading.Lock()
+_state = {"enabled": None, "numba": None}       # numba: the module once imported, False when missing
+_kernels: dict = {}
+
+
+def _default_enabled() -> bool:
+    env = os.environ.get("GRAPHJIT_NATIVE", "")
+    if env not in ("", "0", "1"):
+        raise ValueError(f"GRAPHJIT_NATIVE must be 0 or 1, got {env!r}")
+    return env != "0"
+
+
+def available() -> bool:
+    """Whether numba can be imported (imports it on the first call)."""
+    nb = _state["numba"]
+    if nb is None:
+        with _lock:
+            if _state["numba"] is None:
+                try:
+                    import numba        # optional extra ([native]), imported on first need: never at import
+                except ImportError:
+                    numba = False
+                _state["numba"] = numba
+            nb = _state["numba"]
+    return nb is not False
+
+
+def enabled() -> bool:
+    """Whether native kernels may run (they still need numba: `available()`)."""
+    flag = _state["enabled"]
+    if flag is None:
+        flag = _state["enabled"] = _default_enabled()
+    return flag
+
+
+def set_enabled(flag: bool | None) -> bool:
+    """Turn native kernels on or off process-wide (None: the default); returns the previous setting."""
+    if flag is not None and type(flag) is not bool:
+        raise ValueError(f"set_enabled: flag must be a bool or None, got {flag!r}")
+    old = enabled()
+    _state["enabled"] = _default_enabled() if flag is None else flag
+    return old
+
+
+@contextlib.contextmanager
+def options(enabled: bool | None = None, min_bytes: int | None = None):
+    """Within the block, native kernels on or off and their size threshold (tests, benchmarks; process-wide)."""
+    global MIN_BYTES
+    saved = (_state["enabled"], MIN_BYTES)
+    if enabled is not None:
+        set_enabled(enabled)
+    if min_bytes is not None:
+        MIN_BYTES = min_bytes
+    try:
+        yield
+    finally:
+        _state["enabled"], MIN_BYTES = saved
+
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))      # what the kernels are compiled for
+
+
+def use(nbytes: int, dtype=np.float32) -> bool:
+    """Whether a kernel moving `nbytes` of `dtype` should run natively (float32 and float64 only)."""
+    return nbytes >= MIN_BYTES and dtype in _DTYPES and enabled() and available()
+
+
+def _kernel(name: str):
+    fn = _kernels.get(name)
+    if fn is None:
+        with _lock:
+            fn = _kernels.get(name)
+            if fn is None:
+                fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
+    return fn
+
+
+# ------------------------------------------------------------------ the kernels (numba compiles these)
+def _col2im_py(cols, dxp, sh, sw, dh, dw):
+    n, oh, ow, kh, kw, c = cols.shape
+    for b in range(n):
+        for a in range(kh):
+            for e in range(kw):
+                for i in range(oh):
+                    r = i * sh + a * dh
+                    for j in range(ow):
+                        q = j * sw + e * dw
+                        for ch in range(c):
+                            dxp[b, r, q, ch] += cols[b, i, j, a, e, ch]
+
+
+def _max_pool_grad_py(x, dy, dx, kh, kw, best, arg, zero):
+    n, oh, ow, c = dy.shape
+    z = zero[0]                                 # of dx's dtype: no conversion touches dy's bits
+    for b in range(n):
+        for i in range(oh):
+            for j in range(ow):
+                r0 = i * kh
+                q0 = j * kw
+                for ch in range(c):
+                    best[ch] = x[b, r0, q0, ch]
+                    arg[ch] = 0
+                for k in range(1, kh * kw):
+                    r = r0 + k // kw
+                    q = q0 + k % kw
+                    for ch in range(c):
+                        v = x[b, r, q, ch]
+                        if v > best[ch]:
+                            best[ch] = v
+                            arg[ch] = k
+                for k in range(kh * kw):
+                    r = r0 + k // kw
+                    q = q0 + k % kw
+                    for ch in range(c):
+                        dx[b, r, q, ch] = dy[b, i, j, ch] if arg[ch] == k else z
+
+
+_SOURCES = {"col2im": _col2im_py, "max_pool_grad": _max_pool_grad_py}
+
+
+# ------------------------------------------------------------------ entry points (callers check `use` first)
+def col2im(cols, dxp, strides, dilations) -> None:
+    """dxp[b, i*sh + a*dh, j*sw + e*dw, :] += cols[b, i, j, a, e, :], tap (a, e) by tap in row-major order."""
+    _kernel("col2im")(cols, dxp, strides[0], strides[1], dilations[0], dilations[1])
+
+
+def max_pool_grad(x, dy, dx, kh, kw) -> None:
+    """Fill the windows of dx [n, oh*kh.., ow*kw.., C]: dy at each window's first maximum of x, zero elsewhere."""
+    c = dy.shape[3]
+    _kernel("max_pool_grad")(x, dy, dx, kh, kw, np.empty(c, x.dtype), np.empty(c, np.int64), np.zeros(1, dx.dtype))
