@@ -32,9 +32,11 @@ Sizing and limits:
   worker and joining it costs tens of microseconds, which a kernel moving
   less than ~2 MB does not win back (benchmarks/bench_summary.py prints the
   measured threshold table).
-- Bodies must not call BLAS: OpenBLAS runs its own threads (one per core),
-  and a GEMM inside a chunk would oversubscribe the cores.  Kernels call
-  their GEMMs on the calling thread, between split phases.
+- `for_range` bodies must not call BLAS: OpenBLAS runs its own threads (one
+  per core), and a GEMM inside a chunk would oversubscribe the cores.
+  Kernels call their GEMMs on the calling thread, between split phases;
+  `for_parts` runs parts that do call BLAS, for a caller that holds BLAS
+  on one thread meanwhile (`eager.blas_threads.single`).
 - A body that is itself running on a worker never splits again (no nested
   waits on the pool).
 
@@ -168,8 +170,32 @@ def for_range(body: Callable[[int, int], object], n: int, nbytes: int, min_bytes
     if k <= 1:
         body(0, n)
         return
-    pool, idle = _pool(t - 1)
     bounds = [n * i // k for i in range(k + 1)]
+    _run(lambda i: body(bounds[i], bounds[i + 1]), k, t)
+
+
+def for_parts(body: Callable[[int], object], k: int, threads_: int | None = None) -> None:
+    """Run `body(i)` for i in `[0, k)` on the caller and up to `threads_ - 1` idle workers (default: `cores()`).
+
+    The parts are the caller's (fixed by shapes, so results never depend on who runs which); a part
+    may call BLAS (the caller keeps BLAS itself on one thread meanwhile, `eager.blas_threads`) and
+    never splits again.
+    """
+    t = cores() if threads_ is None else threads_
+    if t <= 1 or k <= 1 or getattr(_local, "worker", False):
+        for i in range(k):
+            body(i)
+        return
+    _local.worker = True       # the caller's own parts do not split again either
+    try:
+        _run(body, k, t)
+    finally:
+        _local.worker = False
+
+
+def _run(part: Callable[[int], object], k: int, t: int) -> None:
+    """`part(i)` for i in [0, k), taken in turns by the caller and up to t - 1 idle workers."""
+    pool, idle = _pool(t - 1)
     counter = itertools.count()        # next() on it is atomic: each chunk is taken once
     failed: list = []
 
@@ -179,7 +205,7 @@ def for_range(body: Callable[[int, int], object], n: int, nbytes: int, min_bytes
             if i >= k:
                 return
             try:
-                body(bounds[i], bounds[i + 1])
+                part(i)
             except BaseException:
                 failed.append(True)    # the others stop taking chunks
                 raise

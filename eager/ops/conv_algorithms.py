@@ -25,7 +25,11 @@ arrays on every call cost page faults (measured: about a third of an eager
 CNN step's CPU time went to the kernel zeroing new pages).  The copies into the im2col buffer
 and col2im's scatter-adds are memory-bound: big ones run in batch parts on
 both cores (`eager.parallel.for_range`); the GEMMs between them stay on the
-calling thread, where OpenBLAS uses its own threads.  With numba installed,
+calling thread, where OpenBLAS uses its own threads.  Where the BLAS thread
+count can be lowered (threadpoolctl, `eager.blas_threads`) a big im2col
+forward or filter gradient instead runs in batch parts (`_split`: copy the
+part's windows, then its GEMM) that the caller and the pool take in turns,
+each GEMM on one BLAS thread; the parts depend on the shapes only.  With numba installed,
 big scatter-adds run as one compiled pass per image (`eager.native`: the
 same additions in the same order, so the same bits).  `choose(kind, ...)` estimates each
 algorithm's time from the shapes with a few constants measured once on the
@@ -34,7 +38,7 @@ benchmarks/bench_cnn.py) and caches the pick per shape.  The pick depends on
 shapes only, never on timings taken at run time, so a program gives the same
 bits on every run.  `forced(...)` overrides the pick (tests, benchmarks).
 
-Imports: numpy, `eager.parallel`, `eager.native` and `windows` (geometry helpers).
+Imports: numpy, `eager.parallel`, `eager.blas_threads`, `eager.native` and `windows` (geometry helpers).
 """
 from __future__ import annotations
 
@@ -44,12 +48,14 @@ import threading
 
 import numpy as np
 
-from .. import native, parallel
+from .. import blas_threads, native, parallel
 from .windows import crop, padded_shape, slab, window_view
 
 ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transpose"), "filter": ("gemm", "taps")}
 COLS_BYTES = 4 << 20           # largest im2col buffer built at once (a batch chunk at a time beyond it)
 SCRATCH_BYTES = 16 << 20       # scratch buffers up to this size are kept for reuse (per thread and slot)
+SPLIT_MIN_BYTES = 1 << 20      # an im2col buffer at least this big has its GEMMs split over the cores
+PART_BYTES = 512 << 10         # im2col buffer per batch part when split
 
 # cost constants, nanoseconds (fitted on the dev box; only their ratios matter)
 _MAC = 0.02                    # one multiply-add inside a GEMM
@@ -173,6 +179,26 @@ def _batch_chunk(n, per_image_elems, itemsize):
     return max(1, min(n, COLS_BYTES // max(1, per_image_elems * itemsize)))
 
 
+def _split(n, per_image_elems, itemsize):
+    """Batch parts `[(start, stop)]` for GEMMs run side by side on the cores, or None (keep them whole).
+
+    Parts hold about PART_BYTES of im2col buffer each (fixed by the shapes, so the bits never depend on
+    the machine's load); only where the whole buffer is at least SPLIT_MIN_BYTES, the BLAS thread count
+    can be lowered (`blas_threads`) and there is a second core.
+    """
+    per_image = per_image_elems * itemsize
+    if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2 or not blas_threads.known():
+        return None
+    step = max(1, PART_BYTES // max(1, per_image))
+    return [(s, min(n, s + step)) for s in range(0, n, step)]
+
+
+def _run_parts(part, parts):
+    """`part(i)` for each batch part, on the caller and the pool, BLAS on one thread per part."""
+    with blas_threads.single():
+        parallel.for_parts(part, len(parts))
+
+
 def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop):
     """im2col of images [start, stop) of the padded input: [(stop-start)*oh*ow, kh*kw*C], one copy."""
     c = xp.shape[3]
@@ -205,6 +231,13 @@ def forward(name, xp, f, oh, ow, strides, dilations):
     if name == "im2col":
         out = np.empty((n, oh, ow, o), xp.dtype)
         fm = f.reshape(kh * kw * c, o)
+        parts = _split(n, oh * ow * kh * kw * c, xp.dtype.itemsize)
+        if parts:
+            def part(i):
+                s, e = parts[i]
+                np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e), fm, out=out[s:e].reshape(-1, o))
+            _run_parts(part, parts)
+            return out
         for s, e in _chunks(xp, oh, ow, kh, kw):
             np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e), fm, out=out[s:e].reshape(-1, o))
         return out
@@ -266,6 +299,19 @@ def backprop_filter(name, xp, f_shape, dy, strides, dilations):
     kh, kw, c, o = f_shape
     oh, ow = dy.shape[1], dy.shape[2]
     if name == "gemm":
+        parts = _split(xp.shape[0], oh * ow * kh * kw * c, xp.dtype.itemsize)
+        if parts:
+            sums = np.empty((len(parts), kh * kw * c, o), dy.dtype)
+
+            def part(i):
+                s, e = parts[i]
+                np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e).T, dy[s:e].reshape(-1, o),
+                          out=sums[i])
+            _run_parts(part, parts)
+            acc = sums[0]
+            for i in range(1, len(parts)):      # added in part order: the same bits whoever ran the parts
+                acc += sums[i]
+            return acc.reshape(f_shape)
         acc = None
         for s, e in _chunks(xp, oh, ow, kh, kw):
             part = _cols(xp, oh, ow, kh, kw, strides, dilations, s, e).T @ dy[s:e].reshape(-1, o)
