@@ -93,9 +93,8 @@ class ConcreteFunction:
     def _call(self, args, kwargs):
         if _tape_state.any_recording():
             return self._call_recorded(args, kwargs)
-        if not kwargs and all(type(a) is Tensor for a in args) and len(args) == len(self.inputs):
-            arrays = [a._value for a in args]
-        else:
+        arrays = [a._value for a in args if type(a) is Tensor]
+        if kwargs or len(arrays) != len(args) or len(arrays) != len(self.inputs):
             arrays = []
             for x in _flat_call(args, kwargs):
                 if isinstance(x, Tensor):
@@ -128,7 +127,11 @@ class ConcreteFunction:
         return self._executable.plan
 
     def _run(self, arrays):
-        results = self._executable.call(*arrays)
+        ex = self._executable
+        try:                    # Executable.call, one frame less: the hot path of a traced call
+            results = ex.fn(*arrays)
+        except Exception as e:
+            raise ex.map_error(e) from None
         if self._single:
             return Tensor(results[0])
         if self._flat_type is not None:

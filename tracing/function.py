@@ -102,8 +102,7 @@ class Function:
             cf = self._resolve(args, kwargs, key)
         else:
             cf._hits += 1
-            if self._recent.warned is False:
-                self._recent.add(False)
+            self._recent.calls += 1      # a hit, for the frequent-retrace window (RecentCalls)
         return cf._call(args, kwargs)
 
     def _by_position(self, args, kwargs):

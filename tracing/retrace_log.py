@@ -122,17 +122,27 @@ def user_call_site() -> str:
 
 
 class RecentCalls:
-    """Sliding window of 'did this call trace?' used for the frequent-retrace warning."""
+    """Which of the last `window` calls traced, for the frequent-retrace warning.
+
+    A cache hit only counts (`calls += 1`, inline in the call path); a trace also records its call's
+    number.  "`threshold` of the last `window` calls traced" holds at a trace exactly when the
+    `threshold`-th latest trace (this one included) is among the last `window` calls."""
 
     def __init__(self, window: int = 10, threshold: int = 5):
-        self._calls = collections.deque(maxlen=window)
+        self.window = window
         self.threshold = threshold
+        self.calls = 0
+        self._traces = collections.deque(maxlen=threshold)
         self.warned = False
 
     def add(self, traced: bool) -> bool:
         """Record a call; True when the warning should fire now."""
-        self._calls.append(traced)
-        if traced and not self.warned and sum(self._calls) >= self.threshold:
+        self.calls += 1
+        if not traced:
+            return False
+        self._traces.append(self.calls)
+        if (not self.warned and len(self._traces) == self.threshold
+                and self.calls - self._traces[0] < self.window):
             self.warned = True
             return True
         return False

@@ -77,7 +77,8 @@ def _leaf_key(x):
 
 def call_key(args: tuple, kwargs: dict):
     """Hashable key for a call (fast path)."""
-    key = tuple([_leaf_key(a) for a in args])
+    # a tensor's key inline (what `_leaf_key` returns for it): most calls pass tensors only
+    key = tuple([(a._value.shape, a._value.dtype) if type(a) is Tensor else _leaf_key(a) for a in args])
     if kwargs:
         return key, tuple(sorted((k, _leaf_key(v)) for k, v in kwargs.items()))
     return key

@@ -21,13 +21,16 @@ Large chunked kernels may split their chunk range across the kernel pool
 (`eager.parallel`: one thread per core, shared with the convolution and
 pooling kernels; NumPy releases the GIL inside ufunc loops).  Whether that pays depends on the
 machine (on a shared 2-vCPU VM it does not), so with `threads=None` the kernel
-autotunes: its first calls alternate between serial and threaded runs and
-the faster (median of 3) is kept.  `threads=1` never uses threads.
+autotunes: its first calls alternate between serial and threaded runs, the
+faster (median of the last 3 timings) runs, and every 16th call runs the
+other one to check the choice (the load of the machine changes).  `threads=1`
+never uses threads.
 
 Imports `numpy`, `eager` (`parallel`, `registry`) and sibling modules.
 """
 from __future__ import annotations
 
+import collections
 import statistics
 import threading
 import time
@@ -82,32 +85,45 @@ def make_threaded_runner(threads: int) -> Callable:
 
 
 class Autotuned:
-    """Alternate between candidate kernels on the first calls, then keep the fastest."""
+    """Time candidate kernels on the first calls, run the fastest, and keep checking the choice.
+
+    The first calls alternate between the candidates until each has `SAMPLES` timings; from then on the
+    candidate with the lowest median of its last `SAMPLES` timings runs, and every `RECHECK`-th call runs
+    another one instead, so a choice made while other work held the cores (serial wins then) is revisited
+    once a core is free, and the other way round.  A recheck costs at most one slower call in `RECHECK`;
+    timing a call costs two clock reads, nothing beside a kernel big enough to be split.
+    """
 
     SAMPLES = 3
+    RECHECK = 16
 
     def __init__(self, candidates: list, labels: list):
         self.candidates = candidates
         self.labels = labels
-        self.times: list = [[] for _ in candidates]
+        self.times: list = [collections.deque(maxlen=self.SAMPLES) for _ in candidates]
         self.calls = 0
-        self.chosen = None
+        self.chosen = None            # the index of the candidate in use (None while sampling)
         self.chosen_label = None
 
     def __call__(self, *args):
-        fn = self.chosen
-        if fn is not None:
-            return fn(*args)
-        k = self.calls % len(self.candidates)
         self.calls += 1
+        k = self._next()
         t0 = time.perf_counter()
         res = self.candidates[k](*args)
         self.times[k].append(time.perf_counter() - t0)
-        if all(len(t) >= self.SAMPLES for t in self.times):
+        if all(len(t) == self.SAMPLES for t in self.times):
             best = min(range(len(self.candidates)), key=lambda i: statistics.median(self.times[i]))
-            self.chosen_label = self.labels[best]
-            self.chosen = self.candidates[best]
+            self.chosen, self.chosen_label = best, self.labels[best]
         return res
+
+    def _next(self) -> int:
+        """The candidate this call runs: the chosen one, or one due for sampling or a recheck."""
+        n = len(self.candidates)
+        if self.chosen is None:
+            return (self.calls - 1) % n
+        if n > 1 and self.calls % self.RECHECK == 0:
+            return (self.chosen + 1 + (self.calls // self.RECHECK) % (n - 1)) % n     # the others in turn
+        return self.chosen
 
 
 # ------------------------------------------------------------------ kernels

@@ -60,6 +60,32 @@ def test_frequent_retrace_warning_says_what_changed():
     assert len(msgs) == 1 and "n: python value" in msgs[0]
 
 
+@pytest.mark.parametrize("hits_between, warns", [(1, True), (2, False)])
+def test_frequent_retrace_warning_counts_cache_hits_in_its_window(hits_between, warns):
+    # five traces, each but the first after `hits_between` hits: within the last 10 calls (1 hit
+    # between them: 9 calls) it warns; spread over 13 calls (2 hits between) it does not
+    f = function(lambda x, n: x * n)
+    x = ek.constant(1.0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for i in range(5):
+            if i:
+                for _ in range(hits_between):
+                    f(x, 0.0)
+            f(x, float(i))
+    assert len([m for m in w if "retraced" in str(m.message)]) == (1 if warns else 0)
+
+
+def test_frequent_retrace_window_boundary():
+    from tracing.retrace_log import RecentCalls
+    for calls_between, fires in ((5, True), (6, False)):
+        r = RecentCalls(window=10, threshold=5)
+        r.add(True)
+        for _ in range(calls_between):
+            r.add(False)
+        assert [r.add(True) for _ in range(4)][-1] is fires     # 5 traces over 10 (or 11) calls
+
+
 def test_cache_stats_counts_hits_per_signature():
     f = function(lambda x: x * 2)
     for _ in range(3):
