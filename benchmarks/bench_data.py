@@ -7,21 +7,27 @@
    hand-written NumPy slicing loop feeding the same step.  The target is
    prefetch epoch <= 1.1 x max(input, compute).  Both sides hold the GIL for
    most of their work (the plan executor and the dataset's Python are Python),
-   so the overlap is limited by what NumPy runs without it; where the input
-   costs under a tenth of the step, prefetch starts no thread
-   (eager/data/threads.py) and the epoch is input + compute.
+   so the overlap is limited by what NumPy runs without it; prefetch keeps its
+   thread only where a trial shows that it pays (eager/data/threads.py), and
+   otherwise the epoch is input + compute.
 2. Pure input pipeline: `from_tensor_slices` of 60k 28x28 uint8 images,
    `shuffle(10000)`, `map` normalising to float32, `batch(64)`: elements per
    second beside a NumPy generator doing the same work (the same buffered
    shuffle order, per-element normalisation, stacking).
 
-Run: `python -m benchmarks.bench_data [--quick]`.  Timings on a shared machine
-are noisy; each figure is the median of 15 epochs (5 passes of the 60k
-pipeline), the variants taking turns.
+Run: `python -m benchmarks.bench_data [--quick] [--rounds 15] [--epochs 3]`.
+An epoch of the digits rows is about 20 ms, so single epochs are noisy on a
+shared machine: each digits figure is the median (with quartiles) of
+`--rounds` samples of `--epochs` epochs, the five variants taking turns in
+every round (in a rotating order), and every ratio to max(input, compute) is
+taken within a round (the variants measured side by side) before its median
+and quartiles; the load average is printed.  The 60k pipeline: median of 5
+passes.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -34,18 +40,34 @@ from eager.data.shuffling import rng, shuffled_order
 from tracing import TensorSpec, function
 
 
-def _interleaved(fns, rounds):
-    """Median of `rounds` runs of each function, the functions taking turns in every round (so that on a
-    busy machine they see the same load); every function runs once first (traces, caches)."""
+def _interleaved(fns, rounds, epochs=1):
+    """Per function, `rounds` samples of its time per epoch (each sample: `epochs` runs back to back), the
+    functions taking turns in every round, in an order that rotates from round to round (so that on a busy
+    machine they see the same load, and none always runs right after the same neighbour); every function
+    runs once first (traces, caches)."""
     for fn in fns:
         fn()
     times = [[] for _ in fns]
-    for _ in range(rounds):
-        for k, fn in enumerate(fns):
+    for r in range(rounds):
+        for k in [(r + i) % len(fns) for i in range(len(fns))]:
             t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return [statistics.median(t) for t in times]
+            for _ in range(epochs):
+                fns[k]()
+            times[k].append((time.perf_counter() - t0) / epochs)
+    return times
+
+
+def _spread(values):
+    """median [first quartile - third quartile] of a list of samples."""
+    q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
+    return statistics.median(values), q[0], q[2]
+
+
+def _ratio(times, bound_times):
+    """The ratio of a time to max(input, compute), taken round by round (both measured in that round), as
+    'median x [quartiles]'."""
+    med, lo, hi = _spread([t / b for t, b in zip(times, bound_times)])
+    return f"{med:.2f}x [{lo:.2f}-{hi:.2f}]"
 
 
 def digits():
@@ -81,7 +103,7 @@ def normalise(x, y):
     return ek.cast(x, ek.float32) / 16.0, y
 
 
-def digits_rows(repeat, per_element):
+def digits_rows(repeat, epochs, per_element):
     x, y = digits()
     step = mlp_train_step()
     base = Dataset.from_tensor_slices((x, y)).shuffle(len(x), seed=0)
@@ -111,13 +133,13 @@ def digits_rows(repeat, per_element):
             step(ek.constant(x[idx].astype(np.float32) / 16.0), ek.constant(y[idx]))
 
     t_in, t_cp, t_serial, t_pre, t_np = _interleaved(
-        [input_only, compute_only, train(base), train(base.prefetch(2)), numpy_loop], repeat)
-    bound = max(t_in, t_cp)
-    return [(f"digits MLP, {what}: input pipeline alone", t_in),
-            (f"digits MLP, {what}: train steps alone", t_cp),
-            (f"digits MLP, {what}: pipeline, no prefetch ({t_serial / bound:.2f}x max)", t_serial),
-            (f"digits MLP, {what}: + prefetch ({t_pre / bound:.2f}x max(in, compute))", t_pre),
-            (f"digits MLP, {what}: NumPy slicing loop ({t_np / bound:.2f}x max)", t_np)]
+        [input_only, compute_only, train(base), train(base.prefetch(2)), numpy_loop], repeat, epochs)
+    bound = [max(i, c) for i, c in zip(t_in, t_cp)]
+    return [(f"digits MLP, {what}: input pipeline alone", _spread(t_in)),
+            (f"digits MLP, {what}: train steps alone", _spread(t_cp)),
+            (f"digits MLP, {what}: no prefetch, {_ratio(t_serial, bound)} max", _spread(t_serial)),
+            (f"digits MLP, {what}: + prefetch, {_ratio(t_pre, bound)} max(in, cp)", _spread(t_pre)),
+            (f"digits MLP, {what}: NumPy slicing loop, {_ratio(t_np, bound)} max", _spread(t_np))]
 
 
 def to_unit(image):
@@ -145,22 +167,28 @@ def input_pipeline_rows(n, repeat):
         for _ in gen():
             pass
 
-    t_ds, t_np = _interleaved([pipeline, numpy_generator], repeat)
-    return [(f"input pipeline {n} 28x28: eager.data ({n / t_ds:,.0f} elements/s)", t_ds),
-            (f"input pipeline {n} 28x28: NumPy generator ({n / t_np:,.0f} elements/s)", t_np)]
+    t_ds, t_np = (statistics.median(t) for t in _interleaved([pipeline, numpy_generator], repeat))
+    return [(f"input pipeline {n} 28x28: eager.data ({n / t_ds:,.0f} elements/s)", (t_ds,)),
+            (f"input pipeline {n} 28x28: NumPy generator ({n / t_np:,.0f} elements/s)", (t_np,))]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="6000 images and one repeat")
+    ap.add_argument("--rounds", type=int, default=15, help="samples per digits figure (median, quartiles)")
+    ap.add_argument("--epochs", type=int, default=3, help="epochs per digits sample")
     args = ap.parse_args(argv)
-    repeat = 1 if args.quick else 15
-    rows = digits_rows(repeat, False) + digits_rows(repeat, True) + \
+    repeat, epochs = (1, 1) if args.quick else (args.rounds, args.epochs)
+    load = os.getloadavg()[0]
+    rows = digits_rows(repeat, epochs, False) + digits_rows(repeat, epochs, True) + \
         input_pipeline_rows(6000 if args.quick else 60000, 1 if args.quick else 5)
-    print(f"| {'workload':<72} | {'seconds':>8} |")
-    print(f"|{'-' * 74}|{'-' * 10}|")
-    for name, seconds in rows:
-        print(f"| {name:<72} | {seconds:8.3f} |")
+    print(f"digits: median [quartiles] of {repeat} samples of {epochs} epochs each; ratios taken per round. "
+          f"Load average (1 min) {load:.2f} before, {os.getloadavg()[0]:.2f} after, {os.cpu_count()} cores.")
+    print(f"| {'workload':<76} | {'seconds [quartiles]':>23} |")
+    print(f"|{'-' * 78}|{'-' * 25}|")
+    for name, t in rows:
+        cell = f"{t[0]:.4f}" if len(t) == 1 else f"{t[0]:.4f} [{t[1]:.4f}-{t[2]:.4f}]"
+        print(f"| {name:<76} | {cell:>23} |")
 
 
 if __name__ == "__main__":

@@ -241,10 +241,12 @@ class Prefetch:
         self.buffer_size = 2 if n == threads.AUTOTUNE else n
         if self.buffer_size < 0:
             raise ValueError(f"prefetch: buffer_size must be >= 0 or AUTOTUNE, got {buffer_size}")
+        # whether a producer thread pays, measured by the first iterator and kept for the later ones
+        self.tuning = threads.PrefetchTuning()
 
     def iterate(self):
         source = self.inputs[0].iterate()
-        return threads.PrefetchIterator(source, self.buffer_size) if self.buffer_size else source
+        return threads.PrefetchIterator(source, self.buffer_size, self.tuning) if self.buffer_size else source
 
     def cardinality(self):
         return self.inputs[0].cardinality()
