@@ -138,11 +138,13 @@ def operator_symbol(op, kernel, attrs):
     return sym
 
 
-def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) -> list:
+def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), rewrite=None) -> list:
     """The lines `(text, step index)` computing `plan`'s steps.
 
     `reg` maps value ids to register names (feeds filled in by the caller; constants and results added
     here); a register is released after its value's last use unless the value id is in `keep`.
+    `rewrite`: {step index: f(line, input registers, output registers) -> lines}, for a caller that
+    computes some steps another way (a While loop's block products, control_flow/row_products.py).
     """
     last_use = plan.last_use
     consts = plan.consts
@@ -154,6 +156,7 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) 
     for si, step in enumerate(plan.steps):
         if step.noop:
             continue
+        in_regs = [reg[v] for v in step.inputs] if rewrite is not None and si in rewrite else None
         sym = operator_symbol(step.op, step.kernel, step.attrs) if len(step.outputs) == 1 else None
         if sym is not None:
             a, b = [_scalar_reg(v, consts, reg, em, scalars) for v in step.inputs]
@@ -175,10 +178,11 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset()) 
                 targets.append(reg[v])
             else:
                 targets.append("_")
-        if not targets or all(t == "_" for t in targets):
-            lines.append((call, si))
+        line = call if not targets or all(t == "_" for t in targets) else f"{', '.join(targets)} = {call}"
+        if rewrite is not None and si in rewrite:
+            lines.extend(rewrite[si](line, in_regs, targets))
         else:
-            lines.append((f"{', '.join(targets)} = {call}", si))
+            lines.append((line, si))
     return lines
 
 

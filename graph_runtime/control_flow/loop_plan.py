@@ -20,7 +20,10 @@ shared pieces of `graph_runtime.codegen`:
         return (v0, v1, None)
 
 so an iteration costs its kernel calls and nothing else: no plan calls, no
-argument tuples, no result tuples.  Loop variables live in `v*`, captures in
+argument tuples, no result tuples.  A body's `ta.read(i) @ W` on a captured
+TensorArray and weight (an RNN's step input) takes its row from products
+computed a block of rows at a time (row_products.py: same bits, one stacked
+matmul per block instead of a read and a matmul call per iteration).  Loop variables live in `v*`, captures in
 `x*` (never overwritten); temporaries share one register pool.  With
 `has_max`, `i < limit` is checked before cond (zero iterations for a negative
 limit, as eagerly).  With `saves` (the op's save spec for its body: values a
@@ -42,6 +45,7 @@ from __future__ import annotations
 from .. import deadline
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
+from . import row_products
 from .plans import body_plan, cached
 
 
@@ -57,6 +61,39 @@ def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize
         return (None, _generate(cplan, bplan, n, has_max, tuple(name for name, _ in saves)))
 
     return cached(body_g, key, make)
+
+
+def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range):
+    """`emit_steps` rewrites computing the body's `ta.read(i) @ W` products a block of rows at a time
+    (row_products.py), and the lines setting up their state before the loop."""
+    rewrite: dict = {}
+    init: list = []
+    uses: dict = {}
+    for step in bplan.steps:
+        for v in step.inputs:
+            uses[v] = uses.get(v, 0) + 1
+    for r in bplan.returns:
+        if r.kind == "value":
+            uses[r.vid] = uses.get(r.vid, 0) + 1
+    rows = None
+    for si, (gi, buf, w) in row_products.find(bplan, captured).items():
+        if gi in rewrite:
+            continue                      # a read feeding two products: the first one only
+        rows = rows or em.bind("_rows", row_products.rows_times)
+        j = len(init)
+        q, pq, pn, pz = f"q{j}", f"pq{j}", f"pn{j}", f"pz{j}"
+        init.append(f"{pq} = []; {pn} = -1; {pz} = 1")
+        only_use = uses.get(bplan.steps[gi].outputs[0], 0) == 1
+
+        def read(line, regs_in, targets, q=q, only_use=only_use, gi=gi):
+            return [(f"{q} = {regs_in[1]}" + ("" if only_use else f"; {line}"), gi)]
+
+        def product(line, regs_in, targets, q=q, pq=pq, pn=pn, pz=pz, gi=gi, si=si, buf=inputs[buf]):
+            return [(f"if not ({q} == {pn} and {pq}): {pq}, {pn}, {pz} = {rows}({buf}, {regs_in[1]}, {q}, {pn}, "
+                     f"{pz})", gi),
+                    (f"{targets[0]} = {pq}.pop(); {pn} += 1", si)]
+        rewrite[gi], rewrite[si] = read, product
+    return rewrite, init
 
 
 def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tuple) -> Plan:
@@ -95,7 +132,9 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     # body: loop variables may be overwritten once dead, captures never
     breg = dict(inputs)
     offset = len(cplan.steps)
-    body = emit_steps(bplan, em, breg, regs, keep=frozenset(range(n, n + n_caps)))
+    rewrite, init = _row_products(bplan, em, inputs, range(n, n + n_caps))
+    lines[-1:-1] = [(text, None) for text in init]
+    body = emit_steps(bplan, em, breg, regs, keep=frozenset(range(n, n + n_caps)), rewrite=rewrite)
     inner.extend((text, None if si is None else si + offset) for text, si in body)
     items = return_items(bplan, em, breg)
     if save:
