@@ -33,7 +33,14 @@ An `OpDef` holds everything any layer needs to know about an op:
 - `alias`: the single output IS the single input (`Identity`,
   `StopGradient`): executors and fusion emit nothing for it.
 - flags: `differentiable` (False: gradients through it are None),
-  `elementwise` and `commutative` (for the optimizer and fusion).
+  `elementwise` and `commutative` (for the optimizer and fusion),
+  `rowwise_exact` (opt-in: applying the op once to a batch of rows gives
+  the same bits as applying it to each row and stacking: each output element
+  is a correctly rounded or exact function of the matching input elements,
+  as IEEE-754 +, -, *, /, sqrt, comparisons and casts are; transcendental
+  functions are not declared, their vectorized and scalar code paths may
+  round differently; `eager.data` runs a `map` before `batch` on whole
+  batches when every op of its function is declared so).
 - `attrs`: the names of the op's attrs, when the kernel's signature does not
   say them (see below); None: derived from the kernel.
 - `extra`: per-layer hooks, e.g. `extra["check_import"](raw_attrs)` raising
@@ -93,6 +100,7 @@ class OpDef:
     differentiable: bool = True
     elementwise: bool = False
     commutative: bool = False
+    rowwise_exact: bool = False      # batched application == per-row application, bit for bit (see above)
     numpy_ufunc: Any = None          # the ufunc behind an elementwise kernel, for fusion
     doc: str = ""
     extra: dict = field(default_factory=dict)

@@ -82,8 +82,17 @@ class Batch:
         self.inputs = (node,)
         self.size, self.drop = _check_size(batch_size, "batch"), bool(drop_remainder)
         self.spec = _batched_spec(node.spec, self.size, self.drop)
+        # map(fn).batch(n) as batch(n).map(fn) when that gives the same bits (tf.data's map vectorization)
+        vectorizable = getattr(node, "batched_function", None)
+        fn = vectorizable() if vectorizable is not None else None
+        self.vectorized = None if fn is None else (Batch(node.inputs[0], self.size, self.drop), fn)
 
     def iterate(self):
+        if self.vectorized is not None:
+            batches, fn = self.vectorized
+            for batch in batches.iterate():
+                yield fn.call_element(batch)
+            return
         gathered = getattr(self.inputs[0], "index_source", None)
         source = gathered() if gathered is not None else None
         if source is not None:

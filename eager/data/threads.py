@@ -14,9 +14,10 @@
   over and its cycles are timed; after `THREAD_TRIAL` of them it is kept only
   if its cycle is under `KEEP_THREAD` of the direct one, else it hands the
   source back (after the elements already queued) and the pass goes on
-  directly.  A thread that wins its first trial hands back once anyway: the
-  direct cycles are timed again (the first ones may include the consumer's
-  warm-up, which favoured the thread), then a second trial decides.  The decision is kept in the dataset's `PrefetchTuning`, so later
+  directly.  A thread that wins its first trial narrowly (its cycle over
+  `CLEAR_WIN` of the direct one) hands back once anyway: the direct cycles
+  are timed again (the first ones may include the consumer's warm-up, which
+  favoured the thread), then a second trial decides.  The decision is kept in the dataset's `PrefetchTuning`, so later
   passes start their thread at once or never, without probing again
   (tf.data's AUTOTUNE also keeps what it learned for the iterator's life);
   a pass that runs the thread times it again against the direct cycle and
@@ -54,6 +55,7 @@ MIN_WORK = 0.0005   # nor under this many seconds per element (hand-overs cost 0
 THREAD_WARMUP = 2   # threaded cycles not timed (the producer's first laps fill the queue)
 THREAD_TRIAL = 6    # threaded cycles timed before the thread is kept or hands the source back
 KEEP_THREAD = 0.9   # the thread is kept when its cycle is under this share of the direct one
+CLEAR_WIN = 0.6     # ... and without a second trial when under this share
 
 
 def autotuned(n) -> int:
@@ -127,8 +129,8 @@ def _typical(cycles):
 class PrefetchIterator:
     """Elements of `source`, produced ahead by one background thread when that measurably pays (module doc).
 
-    Phases of a pass: "probe" (direct, timed) -> "trial" (threaded, timed) -> "recheck" (direct again, timed:
-    the first direct cycles may still include the consumer's warm-up) -> "trial" -> decided; "direct" and
+    Phases of a pass: "probe" (direct, timed) -> "trial" (threaded, timed) -> after a narrow win "recheck" (direct
+    again, timed: the first direct cycles may still include the consumer's warm-up) -> "trial" -> decided; "direct" and
     "thread" are decided passes, and a "thread" pass is timed like a trial."""
 
     def __init__(self, source, buffer_size: int, tuning: PrefetchTuning | None = None):
@@ -187,12 +189,13 @@ class PrefetchIterator:
             self._begin_trial(THREAD_WARMUP)
 
     def _after_trial(self):
-        if _typical(self._cycles) >= KEEP_THREAD * self._tuning.direct_cycle:
+        share = _typical(self._cycles) / self._tuning.direct_cycle if self._tuning.direct_cycle else 0.0
+        if share >= KEEP_THREAD:
             self._decide(PrefetchTuning.DIRECT)
             self._handback.set()
-        elif self._confirmed:
+        elif self._confirmed or share < CLEAR_WIN:
             self._decide(PrefetchTuning.THREAD)
-        else:                          # won once: measure the direct way again, warm, before keeping it
+        else:                          # a narrow win: measure the direct way again, warm, before keeping it
             # (the elements already queued, and the one in the making, come first: not timed)
             self._phase, self._cycles, self._warmup = "recheck", [], self._buffer_size + 2
             self._handback.set()

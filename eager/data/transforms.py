@@ -15,7 +15,7 @@ from ..dispatch import execute
 from ..dtypes import int64
 from ..tensor import Tensor
 from ..tensor_spec import TensorSpec
-from . import functions, shuffling, structure, threads
+from . import functions, shuffling, structure, threads, vectorize
 from .sources import INFINITE, UNKNOWN, slice_rows
 
 
@@ -25,6 +25,15 @@ class Map:
         self.fn = functions.element_function(fn, node.spec, "map")
         self.spec = self.fn.output_spec
         self.parallel = None if num_parallel_calls is None else threads.autotuned(num_parallel_calls)
+        self._batched = None
+
+    def batched_function(self):
+        """The function traced on batches when `batch` may run it once per batch (`vectorize.py`), or None;
+        worked out once, eagerly (a `batch` built inside a traced function is lowered with the graph)."""
+        if self._batched is None:
+            self._batched = (vectorize.vectorized_map(self.fn, self.inputs[0].spec)
+                             if _context.executing_eagerly() else None, )
+        return self._batched[0]
 
     def iterate(self):
         source = self.inputs[0].iterate()

@@ -28,7 +28,8 @@ def _g_cast(op, dy):
     return [None]
 
 
-CAST = op("Cast", _cast_kernel, lambda s, a: [Spec(s[0].shape, a["dtype"])], _g_cast, elementwise=True)
+CAST = op("Cast", _cast_kernel, lambda s, a: [Spec(s[0].shape, a["dtype"])], _g_cast, elementwise=True,
+          rowwise_exact=True)
 
 
 def cast(x, dtype, name=None):

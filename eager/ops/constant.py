@@ -7,7 +7,8 @@ from ._define import call_unary, infer_same
 
 __all__ = ["identity", "stop_gradient"]
 
-IDENTITY = op("Identity", lambda x: x, infer_same, lambda op, dy: [dy], elementwise=True, alias=True)
+IDENTITY = op("Identity", lambda x: x, infer_same, lambda op, dy: [dy], elementwise=True, alias=True,
+              rowwise_exact=True)
 STOP_GRADIENT = op("StopGradient", lambda x: x, infer_same, differentiable=False, elementwise=True, alias=True)
 
 

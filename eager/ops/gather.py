@@ -277,7 +277,7 @@ def _g_select(op, dy):
             sum_to_like(execute(SELECT, (c, z, dy), EMPTY), y)]
 
 
-SELECT = op("SelectV2", _select_kernel, _infer_select, _g_select, elementwise=True)
+SELECT = op("SelectV2", _select_kernel, _infer_select, _g_select, elementwise=True, rowwise_exact=True)
 WHERE = op("Where", lambda c: np.argwhere(c).astype(np.int64),
            lambda s, a: [Spec((None, None if s[0].shape is None else len(s[0].shape)), int64)])
 

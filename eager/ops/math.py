@@ -26,8 +26,7 @@ __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
     "squared_difference", "negative", "abs", "sign", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "square",
     "reciprocal", "sin", "cos", "tanh", "sigmoid", "round", "floor", "ceil", "equal", "not_equal", "less",
-    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "cast",
-    "is_nan", "is_finite",
+    "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_not", "cast", "is_nan", "is_finite",
 ]
 
 
@@ -95,14 +94,14 @@ def _g_sqdiff(op, dy):
     return [sum_to_like(d, x), sum_to_like(negative(d), y)]
 
 
-def _binop(name, ufunc, grad, commutative=False):
+def _binop(name, ufunc, grad, commutative=False, **flags):
     return op(name, ufunc, make_infer_broadcast(name), grad, elementwise=True, commutative=commutative,
-              numpy_ufunc=ufunc)
+              numpy_ufunc=ufunc, **flags)
 
 
-ADD = _binop("AddV2", np.add, _g_add, commutative=True)
-SUB = _binop("Sub", np.subtract, _g_sub)
-MUL = _binop("Mul", np.multiply, _g_mul, commutative=True)
+ADD = _binop("AddV2", np.add, _g_add, commutative=True, rowwise_exact=True)
+SUB = _binop("Sub", np.subtract, _g_sub, rowwise_exact=True)
+MUL = _binop("Mul", np.multiply, _g_mul, commutative=True, rowwise_exact=True)
 def _infer_realdiv(specs, attrs):
     for s in specs:
         if not s.dtype.is_floating:     # TensorFlow registers RealDiv for floating types only
@@ -112,10 +111,11 @@ def _infer_realdiv(specs, attrs):
     return make_infer_broadcast("RealDiv")(specs, attrs)
 
 
-REALDIV = op("RealDiv", np.true_divide, _infer_realdiv, _g_div, elementwise=True, numpy_ufunc=np.true_divide)
+REALDIV = op("RealDiv", np.true_divide, _infer_realdiv, _g_div, elementwise=True, numpy_ufunc=np.true_divide,
+             rowwise_exact=True)
 POW = _binop("Pow", np.power, _g_pow)
-MAXIMUM = _binop("Maximum", np.maximum, _g_max, commutative=True)
-MINIMUM = _binop("Minimum", np.minimum, _g_min, commutative=True)
+MAXIMUM = _binop("Maximum", np.maximum, _g_max, commutative=True, rowwise_exact=True)
+MINIMUM = _binop("Minimum", np.minimum, _g_min, commutative=True, rowwise_exact=True)
 SQUARED_DIFFERENCE = op("SquaredDifference", lambda x, y: np.square(np.subtract(x, y)),
                         make_infer_broadcast("SquaredDifference"), _g_sqdiff, elementwise=True,
                         commutative=True)
@@ -210,17 +210,18 @@ def _sigmoid_kernel(x):
     return np.divide(num, den, dtype=x.dtype)
 
 
-NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)])
-ABS = _unop("Abs", np.abs, lambda op, dy: [multiply(dy, sign(op.inputs[0]))])
+NEG = _unop("Neg", np.negative, lambda op, dy: [negative(dy)], rowwise_exact=True)
+ABS = _unop("Abs", np.abs, lambda op, dy: [multiply(dy, sign(op.inputs[0]))], rowwise_exact=True)
 SIGN = _unop("Sign", np.sign)
 EXP = _unop("Exp", np.exp, lambda op, dy: [multiply(dy, op.outputs[0])], floats_only=True)
 EXPM1 = _unop("Expm1", np.expm1, lambda op, dy: [multiply(dy, add(op.outputs[0], 1))], floats_only=True)
 LOG = _unop("Log", np.log, lambda op, dy: [divide(dy, op.inputs[0])], floats_only=True)
 LOG1P = _unop("Log1p", np.log1p, lambda op, dy: [divide(dy, add(op.inputs[0], 1))], floats_only=True)
-SQRT = _unop("Sqrt", np.sqrt, lambda op, dy: [divide(multiply(dy, 0.5), op.outputs[0])], floats_only=True)
+SQRT = _unop("Sqrt", np.sqrt, lambda op, dy: [divide(multiply(dy, 0.5), op.outputs[0])], floats_only=True,
+             rowwise_exact=True)
 RSQRT = _unop("Rsqrt", lambda x: np.reciprocal(np.sqrt(x)),
               lambda op, dy: [multiply(dy, multiply(-0.5, pow(op.outputs[0], 3)))], ufunc=None, floats_only=True)
-SQUARE = _unop("Square", np.square, lambda op, dy: [multiply(dy, multiply(op.inputs[0], 2))])
+SQUARE = _unop("Square", np.square, lambda op, dy: [multiply(dy, multiply(op.inputs[0], 2))], rowwise_exact=True)
 RECIPROCAL = _unop("Reciprocal", np.reciprocal,
                    lambda op, dy: [negative(multiply(dy, square(op.outputs[0])))])
 SIN = _unop("Sin", np.sin, lambda op, dy: [multiply(dy, cos(op.inputs[0]))], floats_only=True)
@@ -230,9 +231,9 @@ TANH = _unop("Tanh", np.tanh, lambda op, dy: [multiply(dy, subtract(1, square(op
 SIGMOID = _unop("Sigmoid", _sigmoid_kernel,
                 lambda op, dy: [multiply(dy, multiply(op.outputs[0], subtract(1, op.outputs[0])))], ufunc=None,
                 floats_only=True)
-ROUND = _unop("Round", np.round, ufunc=np.rint)
-FLOOR = _unop("Floor", np.floor, floats_only=True)
-CEIL = _unop("Ceil", np.ceil, floats_only=True)
+ROUND = _unop("Round", np.round, ufunc=np.rint, rowwise_exact=True)
+FLOOR = _unop("Floor", np.floor, floats_only=True, rowwise_exact=True)
+CEIL = _unop("Ceil", np.ceil, floats_only=True, rowwise_exact=True)
 
 
 def negative(x, name=None):
@@ -323,7 +324,7 @@ def is_finite(x, name=None):
 # ------------------------------------------------------------------ comparisons and logic
 def _cmp(name, fn):
     return op(name, fn, lambda specs, attrs: infer_broadcast_bool(specs, attrs, name), elementwise=True,
-              numpy_ufunc=fn)
+              numpy_ufunc=fn, rowwise_exact=True)
 
 
 EQUAL = _cmp("Equal", np.equal)
@@ -343,10 +344,11 @@ def _infer_logical(specs, attrs):
 
 
 LOGICAL_AND = op("LogicalAnd", np.logical_and, _infer_logical, elementwise=True, commutative=True,
-                 numpy_ufunc=np.logical_and)
+                 numpy_ufunc=np.logical_and, rowwise_exact=True)
 LOGICAL_OR = op("LogicalOr", np.logical_or, _infer_logical, elementwise=True, commutative=True,
-                numpy_ufunc=np.logical_or)
-LOGICAL_NOT = op("LogicalNot", np.logical_not, _infer_logical, elementwise=True, numpy_ufunc=np.logical_not)
+                numpy_ufunc=np.logical_or, rowwise_exact=True)
+LOGICAL_NOT = op("LogicalNot", np.logical_not, _infer_logical, elementwise=True, numpy_ufunc=np.logical_not,
+                 rowwise_exact=True)
 
 
 def equal(x, y, name=None):

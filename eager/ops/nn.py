@@ -76,7 +76,7 @@ RELU_GRAD = op("ReluGrad", _relu_grad_kernel, infer_same,
                doc="dy * (y > 0): the gradient of Relu given its output y.")
 RELU = op("Relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), infer_same,
           lambda op, dy: [execute(RELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True,
-          extra={"inplace": _relu_into})
+          extra={"inplace": _relu_into}, rowwise_exact=True)
 
 
 def _leaky_kernel(x, alpha):
