@@ -2,7 +2,9 @@
 
 1. Digits MLP (64-64-10, Adam, batch 64): `from_tensor_slices -> shuffle ->
    batch(64) -> map(normalise) -> prefetch(2)` feeding the @function train
-   step (and the same with `map` before `batch`, one traced call per image).  Reported per epoch: the input pipeline alone, the train steps alone
+   step (and the same with `map` before `batch`: its normalising function is
+   row-wise exact, so eager.data runs it once per batch too,
+   eager/data/vectorize.py).  Reported per epoch: the input pipeline alone, the train steps alone
    (on ready batches), the two run serially, the two with `prefetch`, and a
    hand-written NumPy slicing loop feeding the same step.  The target is
    prefetch epoch <= 1.1 x max(input, compute).  Both sides hold the GIL for
@@ -13,7 +15,8 @@
 2. Pure input pipeline: `from_tensor_slices` of 60k 28x28 uint8 images,
    `shuffle(10000)`, `map` normalising to float32, `batch(64)`: elements per
    second beside a NumPy generator doing the same work (the same buffered
-   shuffle order, per-element normalisation, stacking).
+   shuffle order, per-element normalisation, stacking; eager.data normalises
+   whole batches, see above).
 
 Run: `python -m benchmarks.bench_data [--quick] [--rounds 15] [--epochs 3]`.
 An epoch of the digits rows is about 20 ms, so single epochs are noisy on a
@@ -107,7 +110,7 @@ def digits_rows(repeat, epochs, per_element):
     x, y = digits()
     step = mlp_train_step()
     base = Dataset.from_tensor_slices((x, y)).shuffle(len(x), seed=0)
-    # normalising whole batches (one traced call per batch, TF's "vectorized map") or each element
+    # normalising whole batches (TF's "vectorized map"), or rows (which eager.data vectorizes itself)
     base = base.map(normalise).batch(64) if per_element else base.batch(64).map(normalise)
     what = "map(row) -> batch" if per_element else "batch -> map(batch)"
     ready = list(base)

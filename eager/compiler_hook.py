@@ -14,6 +14,13 @@ imports tracing.  Instead the compiler is looked up at first use:
 
 If neither exists (a broken install), `function_compiler()` raises ImportError saying so:
 it never falls back to running the Python eagerly behind the user's back.
+
+`python_converter()` is AutoGraph's conversion alone (`convert(fn)`: the function with its
+Python control flow rewritten, or `fn` itself with a warning when it cannot be converted), for
+eager-level code that calls a user function while a graph is built but does not trace it as a
+function of its own: `eager.data`'s `flat_map`/`interleave` functions build datasets, called
+per element (eagerly or in a staged loop), as TF's AutoGraph converts them.  `tracing`
+registers it with the compiler (`register_python_converter`).
 """
 from __future__ import annotations
 
@@ -25,15 +32,37 @@ ENTRY_POINT_NAME = "function"
 
 _lock = threading.Lock()
 _compiler: Optional[Callable] = None
+_converter: Optional[Callable] = None
+
+
+def _checked(fn, what: str) -> Callable:
+    if not callable(fn):
+        raise TypeError(f"{what}: expected a callable, got {type(fn).__name__}")
+    return fn
 
 
 def register_function_compiler(compiler: Callable) -> None:
     """Make `compiler` (a `@function`-like decorator factory) the one `function_compiler()` returns."""
     global _compiler
-    if not callable(compiler):
-        raise TypeError(f"register_function_compiler: expected a callable, got {type(compiler).__name__}")
     with _lock:
-        _compiler = compiler
+        _compiler = _checked(compiler, "register_function_compiler")
+
+
+def register_python_converter(converter: Callable) -> None:
+    """Make `converter` (`fn -> converted fn`, AutoGraph's `convert`) the one `python_converter()` returns."""
+    global _converter
+    with _lock:
+        _converter = _checked(converter, "register_python_converter")
+
+
+def python_converter() -> Callable:
+    """The registered AutoGraph conversion (loading the compiler's entry point first, which registers it)."""
+    if _converter is None:
+        function_compiler()
+    if _converter is None:
+        raise ImportError("no AutoGraph converter is registered (import tracing, which registers autograph's "
+                          "convert with register_python_converter)")
+    return _converter
 
 
 def function_compiler() -> Callable:

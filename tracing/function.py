@@ -22,7 +22,7 @@ import warnings
 
 import eager as ek
 from eager import context as _context
-from eager.compiler_hook import register_function_compiler
+from eager.compiler_hook import register_function_compiler, register_python_converter
 from eager.tensor_spec import TensorSpec
 from eager.gc_pause import no_cyclic_gc
 
@@ -429,3 +429,4 @@ def function(func=None, input_signature=None, autograph=True, reduce_retracing=F
 
 # eager-level libraries (eager.data, eager.keras) compile their traced parts through this
 register_function_compiler(function)
+register_python_converter(convert)

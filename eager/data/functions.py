@@ -19,6 +19,9 @@ into positional arguments; a dict, a namedtuple or a tensor is one argument.
 numbers tensors).  Elements that hold datasets (`window`) cannot be traced, so
 those functions run in Python (TF builds a dataset graph there instead).
 
+`dataset_function(fn)`: a `flat_map`/`interleave` function converted by
+AutoGraph (`eager.compiler_hook.python_converter()`), so that its Python
+`if`/`for` on tensors become graph ops where a staged loop calls it.
 `dataset_probe(fn, element_spec, ...)`: the dataset a `flat_map`/`interleave`
 function returns, built once on placeholders of the element spec inside a
 trace, so its `element_spec` keeps the unknown dimensions of the input (a
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 from .. import context as _context
 from .. import nest
-from ..compiler_hook import function_compiler
+from ..compiler_hook import function_compiler, python_converter
 from ..convert import constant
 from ..errors import OperatorNotAllowedInGraphError
 from ..tensor import Tensor
@@ -109,6 +112,14 @@ def element_function(fn, element_spec, what: str) -> StructuredFunction:
     """`fn` called per element (tuple elements unpacked into arguments)."""
     args = element_spec if unpack(element_spec) else (element_spec,)
     return StructuredFunction(fn, args, what)
+
+
+def dataset_function(fn, what: str):
+    """A `flat_map`/`interleave` function converted by AutoGraph (as TF converts them): it is called per
+    element, also while a staged loop is built, where its `if`/`for` on tensors must become graph ops."""
+    if not callable(fn):
+        raise TypeError(f"{what}: expected a callable, got {type(fn).__name__}")
+    return python_converter()(fn)
 
 
 def dataset_probe(fn, element_spec, node_of, sample_of, what: str):

@@ -309,7 +309,8 @@ class FlatMap:
     """`flat_map(fn)`: `fn(element)` returns a dataset (it runs in Python: it builds datasets)."""
 
     def __init__(self, node, fn, node_of, sample_of):
-        self.inputs, self.fn, self.node_of = (node,), fn, node_of
+        self.inputs, self.node_of = (node,), node_of
+        self.fn = fn = functions.dataset_function(fn, "flat_map")
         self.probe = functions.dataset_probe(fn, node.spec, node_of, sample_of, "flat_map")
         self.spec = self.probe.spec
 
@@ -330,7 +331,8 @@ class Interleave:
     """`interleave(fn, cycle_length, block_length)` in tf.data's order (see `iterate`)."""
 
     def __init__(self, node, fn, cycle_length, block_length, node_of, sample_of):
-        self.inputs, self.fn, self.node_of = (node,), fn, node_of
+        self.inputs, self.node_of = (node,), node_of
+        self.fn = fn = functions.dataset_function(fn, "interleave")
         self.cycle = threads.autotuned(cycle_length if cycle_length is not None else threads.AUTOTUNE)
         self.block = int(block_length)
         if self.block < 1:

@@ -434,3 +434,40 @@ def test_cardinality_of_a_pipeline_over_a_dataset_argument_is_the_call_datasets(
     # the same trace, other datasets: 3 elements, and zip with an infinite one
     assert cards(Dataset.range(3), Dataset.range(5).repeat()).numpy().tolist() == [1, 0, 6, 0, 3, -2, -1, 3]
     assert cards.experimental_get_tracing_count() == 1
+
+
+def _scaled_twice(x):
+    n = x
+    if x > 2:                 # on a tensor: AutoGraph makes it a cond where a staged loop builds the dataset
+        n = x * 10
+    return Dataset.from_tensors(n).repeat(2)
+
+
+def test_flat_map_and_interleave_functions_are_converted_by_autograph():
+    flat = [0, 0, 1, 1, 2, 2, 30, 30, 40, 40]            # TF's elements
+    woven = [0, 1, 0, 1, 2, 30, 2, 30, 40, 40]           # interleave(cycle_length=2, block_length=1)
+    assert eager_values(Dataset.range(5).flat_map(_scaled_twice)) == flat
+    assert eager_values(Dataset.range(5).interleave(_scaled_twice, cycle_length=2)) == woven
+
+    @function
+    def staged():
+        total, folded = ek.constant(0, ek.int64), ek.constant(0, ek.int64)
+        for v in Dataset.range(5).flat_map(_scaled_twice):
+            total += v
+        for v in Dataset.range(5).interleave(_scaled_twice, cycle_length=2):
+            folded = folded * 3 + v          # order-sensitive
+        return total, folded
+
+    @function
+    def from_argument(ds):
+        total = ek.constant(0, ek.int64)
+        for v in ds:
+            total = total * 3 + v
+        return total
+
+    expected_fold = 0
+    for v in woven:
+        expected_fold = expected_fold * 3 + v
+    total, folded = staged()
+    assert (int(total), int(folded)) == (sum(flat), expected_fold)
+    assert int(from_argument(Dataset.range(5).interleave(_scaled_twice, cycle_length=2))) == expected_fold

@@ -38,6 +38,21 @@ def test_eager_alone_finds_the_compiler_through_the_entry_point():
 def test_register_refuses_a_non_callable():
     with pytest.raises(TypeError, match="expected a callable"):
         compiler_hook.register_function_compiler(3)
+    with pytest.raises(TypeError, match="expected a callable"):
+        compiler_hook.register_python_converter(3)
+
+
+def test_tracing_registers_autograph_conversion():
+    import autograph
+    assert compiler_hook.python_converter() is autograph.convert
+
+    def clip(x):
+        if x > 1.0:
+            x = x * 0.0 + 1.0
+        return x
+    converted = compiler_hook.python_converter()(clip)
+    assert converted is not clip
+    assert float(compiler_hook.function_compiler()(converted, autograph=False)(ek.constant(3.0))) == 1.0
 
 
 def test_tensor_spec_is_one_class_in_eager_and_tracing():
