@@ -30,9 +30,10 @@ class Map:
     def batched_function(self):
         """The function traced on batches when `batch` may run it once per batch (`vectorize.py`), or None;
         worked out once, eagerly (a `batch` built inside a traced function is lowered with the graph)."""
+        if not _context.executing_eagerly():
+            return None
         if self._batched is None:
-            self._batched = (vectorize.vectorized_map(self.fn, self.inputs[0].spec)
-                             if _context.executing_eagerly() else None, )
+            self._batched = (vectorize.vectorized_map(self.fn, self.inputs[0].spec),)
         return self._batched[0]
 
     def iterate(self):

@@ -185,3 +185,20 @@ def test_vectorized_pipeline_gives_the_same_bits_under_function():
         eager_sum = eager_sum + finite_sum(x).numpy()
     assert staged().numpy().tobytes() == eager_sum.tobytes()
     assert from_argument(ds).numpy().tobytes() == eager_sum.tobytes()
+
+
+def test_a_batch_staged_first_does_not_keep_a_later_eager_batch_per_row():
+    counted, traces = _counted(affine)
+    mapped = Dataset.from_tensor_slices((FLOATS, LABELS)).map(counted)
+
+    @function
+    def staged():
+        total = ek.constant(0, ek.int32)
+        for _, label in mapped.batch(16):
+            total += ek.reduce_sum(label)
+        return total
+    assert int(staged()) == int(LABELS.sum())
+    assert len(traces) == 1                    # the staged batch is lowered with the graph: no batched trace
+    _same_bits(_batches(mapped.batch(16)), _per_row_stacked(Dataset.from_tensor_slices((FLOATS, LABELS)),
+                                                            affine, 16))
+    assert len(traces) == 2, "the eager batch should still run the map once per batch"
