@@ -28,7 +28,9 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 @pytest.fixture(scope="session")
 def ray_local():
-    pytest.importorskip("ray")     # the optional [distributed] extra
+    # the optional [distributed] extra: every test that uses Ray skips without it here.  Test modules do not
+    # import Ray themselves: collecting them would import it (about a second) on every xdist worker.
+    pytest.importorskip("ray")
     from graph_runtime.distributed import ray_backend
     ray = ray_backend.connect("ray://local")
     ray_backend.keep_idle_actors(_IDLE_ACTORS)      # sessions reuse the task actors of closed ones
@@ -39,7 +41,8 @@ def ray_local():
 
 @pytest.fixture
 def actors_stop_on_close(ray_local):
-    """For a test that checks a session's actors end with it: closed sessions' actors are not kept idle."""
+    """For a test that checks a session's actors end with it: closed sessions' actors are not kept idle.
+    Such tests run after every other test (`pytest_collection_modifyitems`)."""
     from graph_runtime.distributed import ray_backend
     ray_backend.keep_idle_actors(0)
     yield ray_local
@@ -66,3 +69,6 @@ def pytest_collection_modifyitems(items):
     stray = [item.nodeid for item in items if "ray_local" in item.fixturenames and "distributed" not in item.nodeid]
     if stray:      # it would start a second Ray on another xdist worker
         raise pytest.UsageError(f"tests that use Ray must say 'distributed' in their path or name: {stray}")
+    # the tests that check actors end with their session run last: they stop the idle actors too, and every
+    # Ray test after them would start new ones (about a second each); a stable sort keeps the order otherwise
+    items.sort(key=lambda item: "actors_stop_on_close" in item.fixturenames)

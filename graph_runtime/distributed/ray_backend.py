@@ -29,6 +29,9 @@ Imports `ray` (only here and only when a distributed session is made: the
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 
@@ -62,10 +65,8 @@ def connect(target: str):
     with _pool_lock:
         _idle.clear()            # actors of an earlier Ray instance of this process ended with it
     if where == "local":
-        # the workers import graphjit as this process does (a source checkout on PYTHONPATH included)
-        path = os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), _project_root()] if p)
         ray.init(num_cpus=max(2, os.cpu_count() or 2), include_dashboard=False, log_to_driver=False,
-                 configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": path}})
+                 configure_logging=False, **_worker_path())
     elif where == "auto":
         ray.init(address="auto", log_to_driver=False)
     else:
@@ -75,6 +76,29 @@ def connect(target: str):
 
 def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _worker_path() -> dict:
+    """`ray.init` arguments that make the workers import graphjit from where this process does.
+
+    Ray's workers are fresh interpreters of this environment (this process's environment variables,
+    PYTHONPATH included).  Where one of them finds this very graphjit (an installed or editable-installed
+    project, a checkout on PYTHONPATH), nothing is added: a `runtime_env` makes Ray start every worker
+    through an extra process (an actor then took 1.7-3.5x as long to start on a 2-core machine).
+    Otherwise (a checkout imported through this process's working directory or `sys.path`) PYTHONPATH
+    names the checkout for them."""
+    ours = os.path.join(_project_root(), "graph_runtime", "__init__.py")
+    probe = "import importlib.util as u; s = u.find_spec('graph_runtime'); print(s.origin if s else '')"
+    with tempfile.TemporaryDirectory() as neutral:      # not our directory at the head of its sys.path
+        try:
+            found = subprocess.run([sys.executable, "-c", probe], cwd=neutral, capture_output=True, text=True,
+                                   timeout=60).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            found = ""
+    if found and os.path.realpath(found) == os.path.realpath(ours):
+        return {}
+    path = os.pathsep.join(p for p in [os.environ.get("PYTHONPATH", ""), _project_root()] if p)
+    return {"runtime_env": {"env_vars": {"PYTHONPATH": path}}}
 
 
 def check_target(target: str) -> None:

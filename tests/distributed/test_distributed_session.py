@@ -15,8 +15,6 @@ from eager.errors import FailedPreconditionError, InvalidArgumentError
 
 from helpers import PS_WORKERS, cluster_config, counter_graph, local_config, mlp_graph
 
-pytest.importorskip("ray")     # the optional [distributed] extra
-
 
 def _data(n=6, seed=1):
     rng = np.random.default_rng(seed)
@@ -281,7 +279,7 @@ def test_a_later_session_reuses_closed_sessions_actors_without_their_state(ray_l
         assert second.run(bump) == 5.0
 
 
-# the tests that check actors end with their session come last: their actors are not reused
+# the tests that check actors end with their session (they run last: conftest.py)
 def test_close_releases_the_actors(actors_stop_on_close):
     ray_local = actors_stop_on_close
     sess = gr.Session("ray://local", config=gr.SessionConfig(cluster=PS_WORKERS))

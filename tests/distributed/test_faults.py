@@ -16,8 +16,6 @@ from tracing import Saver
 
 from helpers import cluster_config, counter_graph
 
-pytest.importorskip("ray")     # the optional [distributed] extra
-
 SLOW = 1_500_000        # loop iterations on worker 0: about a second or more
 W1 = "/job:worker/replica:0/task:1"
 

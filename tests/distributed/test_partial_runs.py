@@ -11,8 +11,6 @@ from eager.errors import InvalidArgumentError
 
 from helpers import cluster_config, local_config
 
-pytest.importorskip("ray")     # the optional [distributed] extra
-
 
 def cluster_graph():
     """r1 = a + b on worker 0, r2 = r1 * c on worker 1; x (worker 1) first bumps a counter on the ps."""
