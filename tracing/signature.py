@@ -77,6 +77,9 @@ def _leaf_key(x):
 
 def call_key(args: tuple, kwargs: dict):
     """Hashable key for a call (fast path)."""
+    if not kwargs and len(args) == 1 and type(args[0]) is Tensor:      # the commonest call: one tensor
+        v = args[0]._value
+        return ((v.shape, v.dtype),)
     # a tensor's key inline (what `_leaf_key` returns for it): most calls pass tensors only
     key = tuple([(a._value.shape, a._value.dtype) if type(a) is Tensor else _leaf_key(a) for a in args])
     if kwargs:
