@@ -111,7 +111,8 @@ class Autotuned:
         t0 = time.perf_counter()
         res = self.candidates[k](*args)
         self.times[k].append(time.perf_counter() - t0)
-        if all(len(t) == self.SAMPLES for t in self.times):
+        # choose after sampling and after each recheck (the chosen one's own timings are then as recent)
+        if k != self.chosen and all(len(t) == self.SAMPLES for t in self.times):
             best = min(range(len(self.candidates)), key=lambda i: statistics.median(self.times[i]))
             self.chosen, self.chosen_label = best, self.labels[best]
         return res
