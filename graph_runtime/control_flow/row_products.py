@@ -37,7 +37,7 @@ _FLOATS = ("float32", "float64")
 def find(plan, captured) -> dict:
     """{matmul step index: (read step index, buffer value id, weight value id)} for the body plan's pairs
     `matmul(TensorListGetItem(buffer, i), w)` with `buffer` and `w` among `captured` value ids (or
-    constants), both operands of rank 2 and of the same float dtype."""
+    constants), both operands of rank 2 and of the same float dtype, with inner sizes known to agree."""
     found = {}
     producer = {}
     for si, step in enumerate(plan.steps):
@@ -58,6 +58,8 @@ def find(plan, captured) -> dict:
         if (x.shape.rank != 2 or y.shape.rank != 2 or x.dtype is not y.dtype or x.dtype.name not in _FLOATS
                 or read.op.inputs[1].shape.rank != 0):
             continue
+        if x.shape.dims[1] is None or x.shape.dims[1] != y.shape.dims[0]:
+            continue      # inner sizes known to agree: the stacked matmul cannot fail on the read's line
         found[si] = (gi, read.inputs[0], w)
     return found
 
