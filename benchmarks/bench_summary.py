@@ -15,6 +15,9 @@ NumPy of each workload (benchmarks/workloads.py, cnn_workload.py).
 - `(tanh(2x+1)(2x+1)-x)^2+3` on 2M float32 and the 50-op chain on 4x4,
   `@function`.
 
+First printed: the BLAS thread count, whether big GEMMs run in parts on the cores (threadpoolctl,
+`GRAPHJIT_BLAS_SPLIT`) and the load average, which the ratios depend on.
+
 Also printed: the `eager.parallel` threshold table (a memory-bound kernel, the
 2x2 max-pool gradient, split over the cores against serial, by size).
 
@@ -26,6 +29,7 @@ second core gains).
 """
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
@@ -33,8 +37,11 @@ import time
 import numpy as np
 
 import eager as ek
+from eager import blas_threads as ek_blas
+from eager import parallel as ek_parallel
 import graph_runtime as gr
 from benchmarks.harness import calls_per_batch
+from benchmarks.bench_cnn import blas_threads as blas_threads_now
 from benchmarks.bench_control_flow import rnn_data, rnn_graph, rnn_numpy
 from benchmarks.bench_eager import eager_mlp_step, mlp_model
 from benchmarks.bench_fusion import BIG, expr
@@ -180,6 +187,9 @@ def main(argv) -> int:
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     if "--cpu" in argv:
         CLOCK[0] = time.process_time
+    print(f"BLAS: {blas_threads_now()}; big GEMMs in parts on the cores: "
+          f"{'on' if ek_blas.known() and ek_parallel.cores() > 1 else 'off'} (GRAPHJIT_BLAS_SPLIT=0 turns it off); "
+          f"load average {os.getloadavg()[0]:.2f}\n")
     print(fmt(rows(rounds, only)))
     if not only or "threshold" in only:
         print("\neager.parallel threshold: a 2x2 max-pool gradient split over the cores vs serial, by input size")
