@@ -55,7 +55,7 @@ ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transp
 COLS_BYTES = 4 << 20           # largest im2col buffer built at once (a batch chunk at a time beyond it)
 SCRATCH_BYTES = 16 << 20       # scratch buffers up to this size are kept for reuse (per thread and slot)
 SPLIT_MIN_BYTES = 1 << 20      # an im2col buffer at least this big has its GEMMs split over the cores
-PART_BYTES = 512 << 10         # im2col buffer per batch part when split
+PART_BYTES = 1 << 20          # im2col buffer per batch part when split (smaller parts cost more CPU)
 
 # cost constants, nanoseconds (fitted on the dev box; only their ratios matter)
 _MAC = 0.02                    # one multiply-add inside a GEMM
@@ -89,6 +89,26 @@ def forced(**algorithms):
     finally:
         _forced.clear()
         _forced.update(saved)
+
+
+@contextlib.contextmanager
+def split_gemms(enabled: bool = True, min_bytes: int | None = None, part_bytes: int | None = None):
+    """Within the block, GEMMs split into batch parts or not, and the sizes that decide it (`_split`).
+
+    For tests and benchmarks: process-wide, like `forced`.
+    """
+    global SPLIT_MIN_BYTES, PART_BYTES
+    saved = SPLIT_MIN_BYTES, PART_BYTES
+    if not enabled:
+        SPLIT_MIN_BYTES = 1 << 62
+    elif min_bytes is not None:
+        SPLIT_MIN_BYTES = min_bytes
+    if part_bytes is not None:
+        PART_BYTES = part_bytes
+    try:
+        yield
+    finally:
+        SPLIT_MIN_BYTES, PART_BYTES = saved
 
 
 def _gemm(m, k, n, calls=1):
@@ -263,6 +283,17 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
     dxp = np.zeros(padded_shape(x_shape, gh, gw), dy.dtype)
     if name == "col2im":
         fm = f.reshape(kh * kw * c, o).T
+        parts = _split(dy.shape[0], oh * ow * kh * kw * c, dy.dtype.itemsize)
+        if parts:
+            whole = dy.shape[0] * oh * ow * kh * kw * c * dy.dtype.itemsize
+
+            def part(i):
+                s, e = parts[i]
+                cols = _scratch("dcols", ((e - s) * oh * ow, kh * kw * c), dy.dtype)
+                np.matmul(dy[s:e].reshape(-1, o), fm, out=cols)
+                _scatter_add(dxp[s:e], cols.reshape(e - s, oh, ow, kh, kw, c), strides, dilations, whole)
+            _run_parts(part, parts)
+            return crop(dxp, gh, gw)
         step = _batch_chunk(dy.shape[0], oh * ow * kh * kw * c, dy.dtype.itemsize)
         for s in range(0, dy.shape[0], step):
             e = min(dy.shape[0], s + step)
@@ -276,10 +307,14 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
     return crop(dxp, gh, gw)
 
 
-def _scatter_add(dxp, cols, strides, dilations):
-    """col2im: add each tap's column slab of `cols` [n, oh, ow, kh, kw, C] into the padded `dxp` [n, ...]."""
+def _scatter_add(dxp, cols, strides, dilations, whole_bytes=0):
+    """col2im: add each tap's column slab of `cols` [n, oh, ow, kh, kw, C] into the padded `dxp` [n, ...].
+
+    `whole_bytes`: the whole problem's column bytes when `cols` is one batch part of it (the native
+    kernel's size threshold is about the process's tensors, not a part's).
+    """
     _, oh, ow, kh, kw, _ = cols.shape
-    if native.use(cols.nbytes, cols.dtype):
+    if native.use(max(cols.nbytes, whole_bytes), cols.dtype):
         def add(lo, hi):
             native.col2im(cols[lo:hi], dxp[lo:hi], strides, dilations)
         parallel.for_range(add, cols.shape[0], 3 * cols.nbytes)

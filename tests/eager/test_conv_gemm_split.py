@@ -25,15 +25,15 @@ needs_blas_control = pytest.mark.skipif(not blas_threads.known() or parallel.cor
 
 
 @pytest.fixture
-def split_small(monkeypatch):
+def split_small():
     """Split every convolution GEMM, two images per part, on the small problems below."""
-    monkeypatch.setattr(conv_algorithms, "SPLIT_MIN_BYTES", 0)
-    monkeypatch.setattr(conv_algorithms, "PART_BYTES", 2 * 8 * 8 * 9 * 3 * 4)
+    with conv_algorithms.split_gemms(min_bytes=0, part_bytes=2 * 8 * 8 * 9 * 3 * 4):
+        yield
 
 
-def conv_and_grads(x, f, dy):
+def conv_and_grads(x, f, dy, input_="transpose"):
     xt, ft = ek.constant(x), ek.constant(f)
-    with conv_algorithms.forced(forward="im2col", input="transpose", filter="gemm"):
+    with conv_algorithms.forced(forward="im2col", input=input_, filter="gemm"):
         with ek.GradientTape() as tape:
             tape.watch([xt, ft])
             y = ek.nn.conv2d(xt, ft, 1, "SAME")
@@ -42,18 +42,19 @@ def conv_and_grads(x, f, dy):
 
 
 @needs_blas_control
-def test_split_convolutions_match_loops_and_do_not_depend_on_who_runs_the_parts(split_small, monkeypatch):
+@pytest.mark.parametrize("input_", ["transpose", "col2im"])
+def test_split_convolutions_match_loops_and_do_not_depend_on_who_runs_the_parts(split_small, monkeypatch, input_):
     x = RNG.standard_normal((7, 8, 8, 3)).astype(np.float32)
     f = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
     dy = RNG.standard_normal((7, 8, 8, 4)).astype(np.float32)
     assert conv_algorithms._split(7, 8 * 8 * 9 * 3, 4) == [(0, 2), (2, 4), (4, 6), (6, 7)]
-    got = conv_and_grads(x, f, dy)
+    got = conv_and_grads(x, f, dy, input_)
     for g, want in zip(got, ref_conv_all(x.astype(np.float64), f.astype(np.float64), dy.astype(np.float64),
                                          (1, 1), "SAME", (1, 1))):
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
     serial_parts = lambda body, k, threads_=None: [body(i) for i in range(k)]    # the pool refused
     monkeypatch.setattr(parallel, "for_parts", serial_parts)
-    for a, b in zip(got, conv_and_grads(x, f, dy)):
+    for a, b in zip(got, conv_and_grads(x, f, dy, input_)):
         np.testing.assert_array_equal(a, b)
 
 
@@ -73,6 +74,9 @@ def test_parts_run_blas_on_one_thread_and_the_count_comes_back(split_small, monk
     ek.nn.conv2d(x, RNG.standard_normal((3, 3, 3, 4)).astype(np.float32), 1, "SAME")
     assert len(seen) == 4 and {n for n, _ in seen} == {1}
     assert blas_threads.count() == before
+    with conv_algorithms.split_gemms(enabled=False):
+        ek.nn.conv2d(x, RNG.standard_normal((3, 3, 3, 4)).astype(np.float32), 1, "SAME")
+    assert len(seen) == 4
 
 
 def test_without_blas_control_the_gemms_stay_whole(monkeypatch, split_small):
