@@ -67,6 +67,19 @@ def count() -> int | None:
     return max(lib.get_num_threads() or 1 for lib in libs) if libs else None
 
 
+def _after_fork():
+    # a child has only the forking thread: a section other threads held is over, give BLAS its count back
+    if _state["depth"] and _state["libs"]:
+        for lib, n in zip(_state["libs"], _state["saved"]):
+            if n != 1:
+                lib.set_num_threads(n)
+    _state["depth"], _state["saved"] = 0, None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 class single:
     """`with single():` BLAS calls run on one thread (process-wide; nests across threads)."""
 

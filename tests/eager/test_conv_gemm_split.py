@@ -134,3 +134,21 @@ def test_a_split_training_step_is_the_same_eagerly_under_function_and_in_a_sessi
         sess_g = sess.run(out, {xp: x, fp: f0})
     np.testing.assert_array_equal(eager_g, fn_g)
     np.testing.assert_array_equal(eager_g, sess_g)
+
+
+@needs_blas_control
+def test_a_child_forked_inside_a_section_gets_the_blas_count_back():
+    import os
+    before = blas_threads.count()
+    if before == 1:
+        pytest.skip("BLAS runs on one thread already: nothing to give back")
+    read, write = os.pipe()
+    with blas_threads.single():
+        pid = os.fork()
+        if pid == 0:           # the child: report the count it runs with, and leave at once
+            os.write(write, str(blas_threads.count()).encode())
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert int(os.read(read, 16)) == before
+    os.close(read)
+    os.close(write)
