@@ -209,8 +209,8 @@ def _split(n, per_image_elems, itemsize):
     per_image = per_image_elems * itemsize
     if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2 or not blas_threads.known():
         return None
-    step = max(1, PART_BYTES // max(1, per_image))
-    return [(s, min(n, s + step)) for s in range(0, n, step)]
+    k = min(n, -(-n * per_image // max(1, PART_BYTES)))       # parts of equal size: no short last part
+    return [(n * i // k, n * (i + 1) // k) for i in range(k)]
 
 
 def _run_parts(part, parts):
