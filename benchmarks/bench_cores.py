@@ -57,13 +57,13 @@ def rounds_of(base, step, rounds):
     base()
     number = calls_per_batch(base, 0.02, clock)
     ratios, tb = {name: [] for name in SETTINGS}, []
-    for _ in range(rounds):
+    for r in range(rounds):
         t0 = clock()
         for _ in range(number):
             base()
         b = (clock() - t0) / number
         tb.append(b)
-        for name in SETTINGS:
+        for name in SETTINGS[r % len(SETTINGS):] + SETTINGS[:r % len(SETTINGS)]:   # each setting in turn first
             with setting(name):
                 t0 = clock()
                 for _ in range(number):
