@@ -244,8 +244,17 @@ def _chunks(xp, oh, ow, kh, kw):
 
 
 # ------------------------------------------------------------------ Conv2D
-def forward(name, xp, f, oh, ow, strides, dilations):
-    """Conv2D of the padded input `xp` [N, Hp, Wp, C] with `f` [kh, kw, C, O] -> [N, oh, ow, O]."""
+def _padded_part(x, pad, s, e):
+    """Images [s, e) of `x` padded by `pad` = (before, after) (`padded`: this thread's scratch memory)."""
+    return x[s:e] if pad is None else padded(x[s:e], *pad)
+
+
+def forward(name, xp, f, oh, ow, strides, dilations, pad=None):
+    """Conv2D of the padded input `xp` [N, Hp, Wp, C] with `f` [kh, kw, C, O] -> [N, oh, ow, O].
+
+    With `pad` = (before, after), `xp` is the unpadded input and is padded here: a part at a time when
+    the GEMMs are split (each thread pads its own images, in cache), else at once.
+    """
     kh, kw, c, o = f.shape
     n = xp.shape[0]
     if name == "im2col":
@@ -255,12 +264,15 @@ def forward(name, xp, f, oh, ow, strides, dilations):
         if parts:
             def part(i):
                 s, e = parts[i]
-                np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e), fm, out=out[s:e].reshape(-1, o))
+                np.matmul(_cols(_padded_part(xp, pad, s, e), oh, ow, kh, kw, strides, dilations, 0, e - s), fm,
+                          out=out[s:e].reshape(-1, o))
             _run_parts(part, parts)
             return out
+        xp = _padded_part(xp, pad, 0, n)
         for s, e in _chunks(xp, oh, ow, kh, kw):
             np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e), fm, out=out[s:e].reshape(-1, o))
         return out
+    xp = _padded_part(xp, pad, 0, n)
     out = np.zeros((n, oh, ow, o), xp.dtype)
     for i in range(kh):
         for j in range(kw):
@@ -277,9 +289,9 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
         # dx[p] = sum_t dy_full[p + t*d] f_flipped[t]: a stride-1 convolution of dy padded by
         # (eff - 1 - pad_before, eff - 1 - pad_after) with the flipped, transposed filter
         eh, ew = (kh - 1) * dilations[0], (kw - 1) * dilations[1]
-        dyp = padded(dy, (eh - gh[1], ew - gw[1]), (eh - gh[2], ew - gw[2]))
         ft = np.ascontiguousarray(f[::-1, ::-1].transpose(0, 1, 3, 2))
-        return forward("im2col", dyp, ft, x_shape[1], x_shape[2], (1, 1), dilations)
+        return forward("im2col", dy, ft, x_shape[1], x_shape[2], (1, 1), dilations,
+                       pad=((eh - gh[1], ew - gw[1]), (eh - gh[2], ew - gw[2])))
     dxp = np.zeros(padded_shape(x_shape, gh, gw), dy.dtype)
     if name == "col2im":
         fm = f.reshape(kh * kw * c, o).T
@@ -329,29 +341,32 @@ def _scatter_add(dxp, cols, strides, dilations, whole_bytes=0):
 
 
 # ------------------------------------------------------------------ Conv2DBackpropFilter
-def backprop_filter(name, xp, f_shape, dy, strides, dilations):
-    """Gradient of Conv2D wrt its filter [kh, kw, C, O], given the padded input and dy."""
+def backprop_filter(name, xp, f_shape, dy, strides, dilations, pad=None):
+    """Gradient of Conv2D wrt its filter [kh, kw, C, O], given the padded input and dy (`pad`: as `forward`)."""
     kh, kw, c, o = f_shape
     oh, ow = dy.shape[1], dy.shape[2]
+    n = xp.shape[0]
     if name == "gemm":
-        parts = _split(xp.shape[0], oh * ow * kh * kw * c, xp.dtype.itemsize)
+        parts = _split(n, oh * ow * kh * kw * c, xp.dtype.itemsize)
         if parts:
             sums = np.empty((len(parts), kh * kw * c, o), dy.dtype)
 
             def part(i):
                 s, e = parts[i]
-                np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e).T, dy[s:e].reshape(-1, o),
-                          out=sums[i])
+                cols = _cols(_padded_part(xp, pad, s, e), oh, ow, kh, kw, strides, dilations, 0, e - s)
+                np.matmul(cols.T, dy[s:e].reshape(-1, o), out=sums[i])
             _run_parts(part, parts)
             acc = sums[0]
             for i in range(1, len(parts)):      # added in part order: the same bits whoever ran the parts
                 acc += sums[i]
             return acc.reshape(f_shape)
+        xp = _padded_part(xp, pad, 0, n)
         acc = None
         for s, e in _chunks(xp, oh, ow, kh, kw):
             part = _cols(xp, oh, ow, kh, kw, strides, dilations, s, e).T @ dy[s:e].reshape(-1, o)
             acc = part if acc is None else acc + part
         return acc.reshape(f_shape)
+    xp = _padded_part(xp, pad, 0, n)
     dym = dy.reshape(-1, o)
     out = np.empty(f_shape, dy.dtype)
     for i in range(kh):

@@ -51,7 +51,7 @@ def _conv2d_kernel(x, f, strides, padding, dilations):
     if not x.size or not f.size or not gh[0] or not gw[0]:
         return np.zeros((x.shape[0], gh[0], gw[0], f.shape[3]), dtype=x.dtype)
     name = _choose("forward", x.shape, f.shape, gh, gw, strides)
-    return algos.forward(name, algos.padded(x, (gh[1], gw[1]), (gh[2], gw[2])), f, gh[0], gw[0], strides, dilations)
+    return algos.forward(name, x, f, gh[0], gw[0], strides, dilations, pad=((gh[1], gw[1]), (gh[2], gw[2])))
 
 
 def _conv2d_input_kernel(input_sizes, f, dy, strides, padding, dilations):
@@ -71,7 +71,7 @@ def _conv2d_filter_kernel(x, filter_sizes, dy, strides, padding, dilations):
     if not dy.size or not x.size:
         return np.zeros(f_shape, dtype=x.dtype)
     name = _choose("filter", x.shape, f_shape, gh, gw, strides)
-    return algos.backprop_filter(name, algos.padded(x, (gh[1], gw[1]), (gh[2], gw[2])), f_shape, dy, strides, dilations)
+    return algos.backprop_filter(name, x, f_shape, dy, strides, dilations, pad=((gh[1], gw[1]), (gh[2], gw[2])))
 
 
 def _infer_conv2d(specs, attrs):
