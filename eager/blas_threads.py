@@ -51,9 +51,12 @@ def _find() -> list:
     except ImportError:
         return []
     try:
-        return list(ThreadpoolController().select(user_api="blas").lib_controllers)
+        libs = ThreadpoolController().select(user_api="blas").lib_controllers
     except Exception:          # threadpoolctl could not inspect this process: behave as without it
         return []
+    # a library whose count cannot be read could not be given its count back: leave it (and its GEMMs) alone
+    readable = [lib for lib in libs if isinstance(lib.get_num_threads(), int)]
+    return readable if len(readable) == len(libs) else []
 
 
 def known() -> bool:
@@ -64,7 +67,7 @@ def known() -> bool:
 def count() -> int | None:
     """The BLAS libraries' largest thread count now, or None when unknown."""
     libs = _libraries()
-    return max(lib.get_num_threads() or 1 for lib in libs) if libs else None
+    return max(lib.get_num_threads() for lib in libs) if libs else None
 
 
 def _after_fork():

@@ -152,3 +152,30 @@ def test_a_child_forked_inside_a_section_gets_the_blas_count_back():
     assert int(os.read(read, 16)) == before
     os.close(read)
     os.close(write)
+
+
+def test_a_blas_library_whose_count_cannot_be_read_is_left_alone(monkeypatch):
+    import sys
+    import types
+
+    class Lib:
+        def __init__(self, n):
+            self.n = n
+
+        def get_num_threads(self):
+            return self.n
+
+    class Controller:
+        libs = [Lib(2), Lib(None)]
+
+        def select(self, user_api):
+            assert user_api == "blas"
+            return types.SimpleNamespace(lib_controllers=self.libs)
+
+    monkeypatch.setitem(sys.modules, "threadpoolctl", types.SimpleNamespace(ThreadpoolController=Controller))
+    monkeypatch.delenv("GRAPHJIT_BLAS_SPLIT", raising=False)
+    assert blas_threads._find() == []
+    Controller.libs = [Lib(2), Lib(4)]
+    assert len(blas_threads._find()) == 2
+    monkeypatch.setenv("GRAPHJIT_BLAS_SPLIT", "0")
+    assert blas_threads._find() == []
