@@ -15,7 +15,7 @@ NumPy of each workload (benchmarks/workloads.py, cnn_workload.py).
 - `(tanh(2x+1)(2x+1)-x)^2+3` on 2M float32 and the 50-op chain on 4x4,
   `@function`.
 
-First printed: the BLAS thread count, whether big GEMMs run in parts on the cores (threadpoolctl,
+First printed: the BLAS thread count, whether big convolution GEMMs run in parts on the cores (threadpoolctl,
 `GRAPHJIT_BLAS_SPLIT`) and the load average, which the ratios depend on.
 
 Also printed: the `eager.parallel` threshold table (a memory-bound kernel, the
@@ -187,7 +187,7 @@ def main(argv) -> int:
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     if "--cpu" in argv:
         CLOCK[0] = time.process_time
-    print(f"BLAS: {blas_threads_now()}; big GEMMs in parts on the cores: "
+    print(f"BLAS: {blas_threads_now()}; big convolution GEMMs in parts on the cores: "
           f"{'on' if ek_blas.known() and ek_parallel.cores() > 1 else 'off'} (GRAPHJIT_BLAS_SPLIT=0 turns it off); "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print(fmt(rows(rounds, only)))

@@ -11,7 +11,6 @@ import numbers
 
 import numpy as np
 
-from .. import blas_threads, parallel
 from ..convert import constant, convert_to_tensor, operand
 from ..dispatch import execute
 from ..dtypes import as_dtype, float32
@@ -29,50 +28,12 @@ __all__ = ["matmul", "add_n", "clip_by_value", "eye"]
 
 
 # ------------------------------------------------------------------ matmul
-SPLIT_MIN_MACS = 1 << 22       # multiply-adds (~100-200 us on one core) from which a 2-D GEMM is split
-SPLIT_MIN_ROWS = 16            # output rows per part at least: thinner parts waste BLAS's register tiles
-
-
-def _gemm_parts(m, n, k) -> int:
-    """Row parts of a 2-D GEMM (m x k)(k x n) run side by side on the cores (1: one BLAS call).
-
-    Fixed by the shape and the core count, never by the load, so a product has the same bits on every
-    run; only where BLAS's thread count can be lowered (`blas_threads`, as for the convolutions).
-    """
-    if m * n * k < SPLIT_MIN_MACS:
-        return 1
-    c = parallel.cores()
-    if c < 2 or not blas_threads.known():
-        return 1
-    return max(1, min(c, m // SPLIT_MIN_ROWS))
-
-
-def _gemm(a, b):
-    """np.matmul(a, b); a large 2-D float32/float64 product runs in row parts on the caller and the
-    kernel pool, each part one GEMM on one BLAS thread (see docs/architecture.md, "GEMMs in batch parts")."""
-    if a.ndim == 2 == b.ndim and a.size * b.shape[1] >= SPLIT_MIN_MACS and a.dtype == b.dtype and \
-            a.dtype.char in "fd" and a.shape[1] == b.shape[0]:
-        m = a.shape[0]
-        parts = _gemm_parts(m, b.shape[1], a.shape[1])
-        if parts > 1:
-            out = np.empty((m, b.shape[1]), a.dtype)
-            bounds = [m * i // parts for i in range(parts + 1)]
-
-            def part(i):
-                lo, hi = bounds[i], bounds[i + 1]
-                np.matmul(a[lo:hi], b, out=out[lo:hi])
-            with blas_threads.single():
-                parallel.for_parts(part, parts)
-            return out
-    return np.matmul(a, b)
-
-
 def _matmul_kernel(a, b, transpose_a=False, transpose_b=False):
     if transpose_a:
         a = np.swapaxes(a, -1, -2)
     if transpose_b:
         b = np.swapaxes(b, -1, -2)
-    return _gemm(a, b)
+    return np.matmul(a, b)
 
 
 def _infer_matmul(specs, attrs):
@@ -116,38 +77,25 @@ def _g_matmul(op, dy):
 
 
 def _matmul_ta(a, b):
-    return _gemm(a.swapaxes(-1, -2), b)
+    return np.matmul(a.swapaxes(-1, -2), b)
 
 
 def _matmul_tb(a, b):
-    return _gemm(a, b.swapaxes(-1, -2))
+    return np.matmul(a, b.swapaxes(-1, -2))
 
 
 def _matmul_tab(a, b):
-    return _gemm(a.swapaxes(-1, -2), b.swapaxes(-1, -2))
+    return np.matmul(a.swapaxes(-1, -2), b.swapaxes(-1, -2))
 
 
 # a plan calls the kernel for its attrs without keyword arguments (the gradient's transposed products run
 # on every iteration of a While gradient): the same calls as `_matmul_kernel` (plans hold arrays, whose
-# `swapaxes` method is `np.swapaxes`); a product known to be below the split size calls NumPy directly
-_SPECIALIZED = {(False, False): _gemm, (True, False): _matmul_ta, (False, True): _matmul_tb,
+# `swapaxes` method is `np.swapaxes`)
+_SPECIALIZED = {(False, False): np.matmul, (True, False): _matmul_ta, (False, True): _matmul_tb,
                 (True, True): _matmul_tab}
-_SMALL = {(False, False): np.matmul, (True, False): lambda a, b: np.matmul(a.swapaxes(-1, -2), b),
-          (False, True): lambda a, b: np.matmul(a, b.swapaxes(-1, -2)),
-          (True, True): lambda a, b: np.matmul(a.swapaxes(-1, -2), b.swapaxes(-1, -2))}
 
-
-def _matmul_for_shapes(attrs, in_dims, out_dims):
-    key = bool(attrs.get("transpose_a")), bool(attrs.get("transpose_b"))
-    a, out = in_dims[0], out_dims[0]
-    if a and out and None not in a and None not in out:     # static shapes are the run-time shapes
-        k = a[-2] if key[0] else a[-1]
-        if len(out) != 2 or out[0] * out[1] * k < SPLIT_MIN_MACS:
-            return _SMALL[key]
-    return _SPECIALIZED[key]
-
-
-MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul, extra={"specialize_shapes": _matmul_for_shapes})
+MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,
+            extra={"specialize": lambda a: _SPECIALIZED[bool(a.get("transpose_a")), bool(a.get("transpose_b"))]})
 
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
