@@ -9,6 +9,9 @@ threadpoolctl does, for OpenBLAS, MKL and BLIS alike.
 - `known()`: whether the count can be read and set (threadpoolctl installed
   and a BLAS library found).  Without it the kernels keep their GEMMs on the
   calling thread, where the BLAS library uses its own threads.
+- `count()`: the count now.  The convolutions split their GEMMs only where
+  it is 1: where BLAS runs on several threads, each whole GEMM already uses
+  the cores, and the parts measured slower (docs/architecture.md).
 - `single()`: a context in which the BLAS libraries run on one thread.
   Entries from several threads nest: the first lowers the count, the last
   one out restores what it was.  The setting is process-wide, so a GEMM
@@ -70,12 +73,16 @@ def count() -> int | None:
     return max(lib.get_num_threads() for lib in libs) if libs else None
 
 
+def _restore(saved) -> None:
+    for lib, n in saved or ():
+        if n != 1:
+            lib.set_num_threads(n)
+
+
 def _after_fork():
     # a child has only the forking thread: a section other threads held is over, give BLAS its count back
-    if _state["depth"] and _state["libs"]:
-        for lib, n in zip(_state["libs"], _state["saved"]):
-            if n != 1:
-                lib.set_num_threads(n)
+    if _state["depth"]:
+        _restore(_state["saved"])
     _state["depth"], _state["saved"] = 0, None
 
 
@@ -90,11 +97,11 @@ class single:
         libs = _libraries()
         with _lock:
             if _state["depth"] == 0:
-                saved = [lib.get_num_threads() for lib in libs]
-                for lib, n in zip(libs, saved):
+                saved = [(lib, lib.get_num_threads()) for lib in libs]
+                for lib, n in saved:
                     if n != 1:
                         lib.set_num_threads(1)
-                _state["saved"] = saved
+                _state["saved"] = saved     # the libraries with their counts: restored even if `libs` changes
             _state["depth"] += 1
         return self
 
@@ -102,8 +109,6 @@ class single:
         with _lock:
             _state["depth"] -= 1
             if _state["depth"] == 0:
-                for lib, n in zip(_libraries(), _state["saved"]):
-                    if n != 1:
-                        lib.set_num_threads(n)
+                _restore(_state["saved"])
                 _state["saved"] = None
         return False

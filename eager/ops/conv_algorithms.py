@@ -25,11 +25,11 @@ arrays on every call cost page faults (measured: about a third of an eager
 CNN step's CPU time went to the kernel zeroing new pages).  The copies into the im2col buffer
 and col2im's scatter-adds are memory-bound: big ones run in batch parts on
 both cores (`eager.parallel.for_range`); the GEMMs between them stay on the
-calling thread, where OpenBLAS uses its own threads.  Where the BLAS thread
-count can be lowered (threadpoolctl, `eager.blas_threads`) a big im2col
-forward or filter gradient instead runs in batch parts (`_split`: copy the
-part's windows, then its GEMM) that the caller and the pool take in turns,
-each GEMM on one BLAS thread; the parts depend on the shapes only.  With numba installed,
+calling thread, where OpenBLAS uses its own threads.  Where the BLAS library
+runs on one thread (`OPENBLAS_NUM_THREADS=1`; read through threadpoolctl,
+`eager.blas_threads`) a big im2col forward or filter gradient instead runs
+in batch parts (`_split`: copy the part's windows, then its GEMM) that the
+caller and the pool take in turns; the parts depend on the shapes only.  With numba installed,
 big scatter-adds run as one compiled pass per image (`eager.native`: the
 same additions in the same order, so the same bits).  `choose(kind, ...)` estimates each
 algorithm's time from the shapes with a few constants measured once on the
@@ -203,11 +203,12 @@ def _split(n, per_image_elems, itemsize):
     """Batch parts `[(start, stop)]` for GEMMs run side by side on the cores, or None (keep them whole).
 
     Parts hold about PART_BYTES of im2col buffer each (fixed by the shapes, so the bits never depend on
-    the machine's load); only where the whole buffer is at least SPLIT_MIN_BYTES, the BLAS thread count
-    can be lowered (`blas_threads`) and there is a second core.
+    the machine's load); only where the whole buffer is at least SPLIT_MIN_BYTES, there is a second core
+    and the BLAS library runs on one thread (`blas_threads.count()`): where it runs on several, each GEMM
+    already uses the cores, and on the 2-core machine the parts measured 5-14% slower on the CNN step.
     """
     per_image = per_image_elems * itemsize
-    if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2 or not blas_threads.known():
+    if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2 or blas_threads.count() != 1:
         return None
     k = min(n, -(-n * per_image // max(1, PART_BYTES)))       # parts of equal size: no short last part
     return [(n * i // k, n * (i + 1) // k) for i in range(k)]

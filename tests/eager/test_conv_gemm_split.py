@@ -26,9 +26,28 @@ needs_blas_control = pytest.mark.skipif(not blas_threads.known() or parallel.cor
 
 @pytest.fixture
 def split_small():
-    """Split every convolution GEMM, two images per part, on the small problems below."""
-    with conv_algorithms.split_gemms(min_bytes=0, part_bytes=2 * 8 * 8 * 9 * 3 * 4):
+    """Split every convolution GEMM, two images per part, on the small problems below; BLAS on one thread
+    (as with OPENBLAS_NUM_THREADS=1), where the split applies."""
+    with blas_threads.single(), conv_algorithms.split_gemms(min_bytes=0, part_bytes=2 * 8 * 8 * 9 * 3 * 4):
         yield
+
+
+@needs_blas_control
+def test_gemms_stay_whole_where_blas_runs_on_several_threads(monkeypatch):
+    with conv_algorithms.split_gemms(min_bytes=0, part_bytes=2 * 8 * 8 * 9 * 3 * 4):
+        monkeypatch.setattr(blas_threads, "count", lambda: 2)
+        assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) is None
+        monkeypatch.setattr(blas_threads, "count", lambda: 1)
+        assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+
+
+@needs_blas_control
+def test_the_count_comes_back_even_when_the_libraries_change_inside_a_section(monkeypatch):
+    before = blas_threads.count()
+    with blas_threads.single():
+        monkeypatch.setitem(blas_threads._state, "libs", [])
+    monkeypatch.undo()
+    assert blas_threads.count() == before
 
 
 def conv_and_grads(x, f, dy, input_="transpose"):
