@@ -188,7 +188,8 @@ def main(argv) -> int:
     if "--cpu" in argv:
         CLOCK[0] = time.process_time
     print(f"BLAS: {blas_threads_now()}; big convolution GEMMs in parts on the cores: "
-          f"{'on' if ek_blas.known() and ek_parallel.cores() > 1 else 'off'} (GRAPHJIT_BLAS_SPLIT=0 turns it off); "
+          f"{'on' if ek_blas.count() == 1 and ek_parallel.cores() > 1 else 'off'} (only where BLAS runs on one "
+          f"thread; GRAPHJIT_BLAS_SPLIT=0 turns it off); "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print(fmt(rows(rounds, only)))
     if not only or "threshold" in only:
