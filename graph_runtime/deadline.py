@@ -15,22 +15,52 @@ run without end:
 Past it they raise `DeadlineExceededError` naming the op.  A single kernel
 is never interrupted: a step overruns by at most one kernel.
 
+A step can also be stopped from another thread before its deadline: the
+scope may carry a `StepAbort`, which whoever learns that the step cannot
+succeed sets (a distributed task, when a peer failed or died or the session
+closes: distributed/transport.py; the multi-device runner, when another
+device's partition failed: rendezvous.py).  The places that check the
+deadline check it too, so a loop that would run for seconds ends within an
+iteration instead of holding the step's answer (and its task) until it
+finishes.  A scope with an abort and no deadline gets an infinite one: the
+checks then run where `get()` is not None.
+
 Imports `eager.errors` only.
 """
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
-from typing import Optional
+from typing import Callable, Optional, Tuple
 
-from eager.errors import DeadlineExceededError
+from eager.errors import AbortedError, DeadlineExceededError
 
 monotonic = time.monotonic
 
 
+class StepAbort:
+    """A step's stop signal: `set(why)` from any thread; loops poll `why` (None while the step may go on).
+    `make_error(message, op_name)` builds the exception a stopped loop raises."""
+
+    __slots__ = ("why", "_make_error")
+
+    def __init__(self, make_error: Callable[[str, str], BaseException] = None):
+        self.why: Optional[str] = None
+        self._make_error = make_error or (lambda message, op_name: AbortedError(message, op_name=op_name))
+
+    def set(self, why: str) -> None:
+        if self.why is None:            # the first reason is the one reported
+            self.why = why
+
+    def error(self, what: str, op_name: str) -> BaseException:
+        return self._make_error(f"{what}: the step was aborted: {self.why}", op_name)
+
+
 class _Current(threading.local):
     at: Optional[float] = None          # time.monotonic() seconds; None: no deadline
+    abort: Optional[StepAbort] = None
 
 
 _current = _Current()
@@ -41,14 +71,34 @@ def get() -> Optional[float]:
     return _current.at
 
 
+def abort_signal() -> Optional[StepAbort]:
+    """The current thread's step abort signal, or None."""
+    return _current.abort
+
+
+def state() -> Tuple[Optional[float], Optional[StepAbort]]:
+    """(deadline, abort signal) of this thread's step: what a thread working for the step must run under."""
+    return _current.at, _current.abort
+
+
+def swap(at: Optional[float], abort: Optional[StepAbort] = None) -> Tuple[Optional[float], Optional[StepAbort]]:
+    """Make (`at`, `abort`) this thread's step state and return the previous one (for `swap(*previous)`):
+    `scope` without a context manager's cost, for per-step hot paths."""
+    cur = _current
+    before = cur.at, cur.abort
+    cur.at = math.inf if at is None and abort is not None else at
+    cur.abort = abort
+    return before
+
+
 @contextlib.contextmanager
-def scope(at: Optional[float]):
-    """Run the block with step deadline `at` (None: none) on this thread."""
-    before, _current.at = _current.at, at
+def scope(at: Optional[float], abort: Optional[StepAbort] = None):
+    """Run the block with step deadline `at` (None: none) and abort signal `abort` on this thread."""
+    before = swap(at, abort)
     try:
         yield
     finally:
-        _current.at = before
+        swap(*before)
 
 
 def expired(what: str, op_name: str) -> DeadlineExceededError:
@@ -57,7 +107,14 @@ def expired(what: str, op_name: str) -> DeadlineExceededError:
                                  op_name=op_name)
 
 
-def check(at: Optional[float], what: str, op_name: str) -> None:
-    """Raise `expired(...)` if deadline `at` has passed (None: never)."""
-    if at is not None and monotonic() > at:
-        raise expired(what, op_name)
+def stopped(abort: Optional[StepAbort], what: str, op_name: str) -> BaseException:
+    """The error for a check that failed: the abort's, if the step was aborted, else `expired(...)`."""
+    if abort is not None and abort.why is not None:
+        return abort.error(what, op_name)
+    return expired(what, op_name)
+
+
+def check(at: Optional[float], what: str, op_name: str, abort: Optional[StepAbort] = None) -> None:
+    """Raise if deadline `at` has passed (None: never) or `abort` was set."""
+    if at is not None and (monotonic() > at or (abort is not None and abort.why is not None)):
+        raise stopped(abort, what, op_name)

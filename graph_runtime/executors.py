@@ -156,11 +156,11 @@ class ParallelExecutor:
         remaining_uses = dict(sched.refcount)
         done: queue.SimpleQueue = queue.SimpleQueue()
         pool = self.pool
-        at = deadline.get()             # the step's deadline holds on the pool threads too
+        step_state = deadline.state()   # the step's deadline and abort signal hold on the pool threads too
 
         def execute(i):
             try:
-                with fp_semantics.ignoring(), deadline.scope(at):     # per thread: threads don't inherit it
+                with fp_semantics.ignoring(), deadline.scope(*step_state):   # per thread: threads don't inherit it
                     return i, steps[i].call(values), None
             except BaseException as e:  # noqa: BLE001 - handed to the scheduler
                 return i, None, e

@@ -133,7 +133,8 @@ class MultiDevicePlan:
         if self._closed:
             raise RuntimeError(f"this multi-device plan (devices {self.devices}) was closed with its Session")
         rdv = Rendezvous()
-        at = deadline.get()             # the step's deadline holds on every device thread
+        at = deadline.get()             # the step's deadline holds on every device thread, with the step's
+        # abort signal: a device's failure stops the others' loops too, not only their _Recv waits
         futures = [self._pool.submit(_run, rdv, self.plans[k], work, k, at, map_errors)
                    for k in range(1, len(self.plans))]
         outcomes = []
@@ -154,11 +155,9 @@ class MultiDevicePlan:
 
 def _run(rdv: Rendezvous, plan, work, k: int, at, map_errors: bool):
     set_current(rdv)
+    before = deadline.swap(at, rdv.signal)
     try:
-        if at is None and deadline.get() is None:      # the common case, without a context manager's cost
-            return work(k)
-        with deadline.scope(at):
-            return work(k)
+        return work(k)
     except StepAborted:
         raise
     except Exception as e:
@@ -172,6 +171,7 @@ def _run(rdv: Rendezvous, plan, work, k: int, at, map_errors: bool):
         rdv.abort(err)
         raise err from None
     finally:
+        deadline.swap(*before)
         set_current(None)
 
 

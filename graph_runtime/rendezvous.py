@@ -5,13 +5,16 @@
 the step's deadline passes (deadline.py: `DeadlineExceededError`).
 One `Rendezvous` per step (so keys need no step id); the multi-device runner
 (multi_device.py) makes it the current one of each partition's thread.
-`abort(error)` wakes every waiting `_Recv`, which raises `StepAborted`: an
-error in one partition ends the step on every device, nothing waits forever.
+`abort(error)` wakes every waiting `_Recv`, which raises `StepAborted`, and
+sets the step's abort `signal` (deadline.StepAbort), which the partitions'
+While loops check each iteration: an error in one partition ends the step
+on every device, nothing waits or loops on for an answer nobody will take.
 
 Imports `eager.errors` and `deadline`.
 """
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Optional
 
@@ -24,9 +27,14 @@ class StepAborted(RuntimeError):
     """Raised by a `_Recv` of a step that another partition's error aborted."""
 
 
+def _step_aborted(message: str, op_name: str) -> StepAborted:
+    return StepAborted(message)
+
+
 class Rendezvous:
     def __init__(self):
         self._values: dict = {}
+        self.signal = deadline.StepAbort(_step_aborted)
         self._cond = threading.Condition()
         self._error: Optional[BaseException] = None
 
@@ -43,7 +51,7 @@ class Rendezvous:
             while key not in self._values:
                 if self._error is not None:
                     raise StepAborted(f"step aborted while waiting for {key!r}: {self._error}")
-                left = None if at is None else at - deadline.monotonic()
+                left = None if at is None or at == math.inf else at - deadline.monotonic()
                 if left is not None and left <= 0:
                     raise deadline.expired(f"waiting for {key!r} from another device", "_Recv")
                 self._cond.wait(left)
@@ -53,6 +61,7 @@ class Rendezvous:
         with self._cond:
             if self._error is None:
                 self._error = error
+                self.signal.set(f"{type(error).__name__}: {error}")
             self._cond.notify_all()
 
 

@@ -9,9 +9,9 @@ default pipeline when `optimize` and nothing is saved; lowering passes
 shared pieces of `graph_runtime.codegen`:
 
     def loop(v0, v1, x0, x1, x2):
-        dl = _dlget()                         # the step's deadline (deadline.py), or None
+        dl, ab = _dlstate()                   # the step's deadline and abort signal (deadline.py)
         while True:
-            if dl is not None and _mono() > dl: raise _dlexp(...)
+            if dl is not None and (_mono() > dl or (ab is not None and ab.why is not None)): raise _dlstop(...)
             r0 = v0 < s1                      # cond steps
             if not r0: break
             r0 = k2(v1, x0, ...)              # body steps
@@ -114,12 +114,14 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
         lines.append(("i = 0", None))
     if save:
         lines.append(("hist = []", None))
-    # the step's deadline (deadline.py): read once per loop run, compared each iteration when there is one
-    lines.append((f"dl = {em.bind('_dlget', deadline.get)}()", None))
+    # the step's deadline and abort signal (deadline.py): read once per loop run, checked each iteration
+    # when there is a deadline (an abort signal always comes with one)
+    lines.append((f"dl, ab = {em.bind('_dlstate', deadline.state)}()", None))
     lines.append(("while True:", None))
     inner: list = []
-    inner.append((f"if dl is not None and {em.bind('_mono', deadline.monotonic)}() > dl: "
-                  f"raise {em.bind('_dlexp', deadline.expired)}('While loop', 'While')", None))
+    inner.append((f"if dl is not None and ({em.bind('_mono', deadline.monotonic)}() > dl or "
+                  f"(ab is not None and ab.why is not None)): "
+                  f"raise {em.bind('_dlstop', deadline.stopped)}(ab, 'While loop', 'While')", None))
     if has_max:
         inner.append(("if i >= lim: break", None))
     # cond: every input is kept (the body reads them next)

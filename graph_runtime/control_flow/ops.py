@@ -186,9 +186,9 @@ def _interpret_while(op, ex):
         loop_vars, rest = tuple(args[:n]), args[n:]
         limit, caps = (int(rest[0]), tuple(rest[1:])) if has_max else (None, tuple(rest))
         i = 0
-        at = deadline.get()
+        at, abort = deadline.state()
         while limit is None or i < limit:
-            deadline.check(at, f"While loop, iteration {i}", op.name)
+            deadline.check(at, f"While loop, iteration {i}", op.name, abort)
             if not ex.run_body(cplan, loop_vars + caps)[0]:
                 break
             loop_vars = tuple(ex.run_body(bplan, loop_vars + caps))

@@ -18,13 +18,16 @@ current rendezvous (rendezvous.set_current) is a `StepRendezvous(s)`:
 - `recv(key)`: waits for (s, key) in the local mailbox until the step's
   deadline (`DeadlineExceededError` naming the key and the sender) or until
   the step is aborted (`AbortedError`, raised when the driver calls
-  `abort(s, why)` because another task failed or died).
+  `abort(s, why)` because another task failed or died).  The abort also
+  sets the step's `signal(s)` (deadline.StepAbort), which the task's
+  partitions run under: their While loops end at the next iteration
+  instead of running on for an answer nobody will take.
 
 Values that arrive for a step before the task starts running it wait in the
 mailbox; `finish(s)` drops what a step left behind, and late arrivals for a
 finished step are dropped too (bounded memory).
 
-Imports `eager.errors` only.
+Imports `eager.errors` and `graph_runtime.deadline`.
 """
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ from typing import Any, Callable, Optional
 
 from eager.errors import AbortedError, DeadlineExceededError
 
+from ..deadline import StepAbort
+
 _FINISHED_KEPT = 4096       # ids of finished steps remembered, to drop late arrivals
 
 
@@ -44,6 +49,7 @@ class Mailbox:
     def __init__(self):
         self._values: dict = {}
         self._aborted: dict = {}
+        self._signals: dict = {}            # step -> deadline.StepAbort of a running step
         self._finished: OrderedDict = OrderedDict()
         self._cond = threading.Condition()
 
@@ -82,7 +88,22 @@ class Mailbox:
     def abort(self, step: int, why: str) -> None:
         with self._cond:
             self._aborted.setdefault(step, why)
+            signal = self._signals.get(step)
+            if signal is not None:
+                signal.set(self._aborted[step])
             self._cond.notify_all()
+
+    def signal(self, step: int) -> StepAbort:
+        """The abort signal a partition of `step` runs under (already set if the step was aborted before it
+        started here)."""
+        with self._cond:
+            signal = self._signals.get(step)
+            if signal is None:
+                signal = self._signals[step] = StepAbort()
+                why = self._aborted.get(step)
+                if why is not None:
+                    signal.set(why)
+            return signal
 
     def aborted(self, step: int) -> Optional[str]:
         with self._cond:
@@ -93,6 +114,7 @@ class Mailbox:
             for k in [k for k in self._values if k[0] == step]:
                 del self._values[k]
             self._aborted.pop(step, None)
+            self._signals.pop(step, None)
             self._finished[step] = True
             while len(self._finished) > _FINISHED_KEPT:
                 self._finished.popitem(last=False)

@@ -244,7 +244,8 @@ class TaskServer:
         rendezvous = StepRendezvous(step, self.task, self._mailbox, self._send, at)
         set_current(rendezvous)
         try:
-            with deadline.scope(at):            # loops check it too: a busy task answers on time
+            # loops check both: a busy task answers on time, and stops when a peer's failure aborts the step
+            with deadline.scope(at, self._mailbox.signal(step)):
                 values, stats = job()
             rendezvous.flush()               # what the partition sent since its last wait
         except Exception as e:            # noqa: BLE001 - reported to the master as data

@@ -1,5 +1,6 @@
 """Deadlines of local runs: `RunOptions(timeout_in_ms)` ends an endless While and a `_Recv` wait with
-DeadlineExceededError, under every executor; an imported `_Recv` that nothing sends to is refused up front.
+DeadlineExceededError, under every executor; an imported `_Recv` that nothing sends to is refused up front;
+a device whose partition fails stops another device's loop (with or without a deadline).
 
 Each case runs in a daemon thread joined with a time limit, so that a regression fails instead of hanging.
 """
@@ -73,6 +74,29 @@ def test_a_recv_wait_ends_at_the_runs_deadline():
         z = ek.cos(ek.sin(x))
     with gr.Session(graph=g, config=TWO) as sess:
         np.testing.assert_allclose(sess.run(z, {x: 1.0}), np.cos(np.sin(1.0)), rtol=1e-6)
+
+
+def _fails_soon(x):
+    time.sleep(0.2)             # the other device is inside its loop by now
+    raise ValueError("device 0 gives up")
+
+
+@pytest.mark.parametrize("timeout_in_ms", [0, 60_000])
+@pytest.mark.parametrize("inter_op", [1, 2])
+def test_a_failing_device_stops_an_endless_while_on_another_device(timeout_in_ms, inter_op):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (), name="x")
+        with g.device("/cpu:1"):
+            a = _endless(x)                 # nobody will take its answer once device 0 failed
+        with g.device("/cpu:0"):
+            b = ek.py_function(_fails_soon, [x], ek.float32)
+    config = gr.SessionConfig(device_count={"CPU": 2}, inter_op_parallelism_threads=inter_op)
+    with gr.Session(graph=g, config=config) as sess:
+        err, took = _outcome(lambda: sess.run([a, b], {x: 1.0}, options=gr.RunOptions(timeout_in_ms=timeout_in_ms)))
+        assert "device 0 gives up" in str(err), err         # the failure itself, not the loop's abort
+        assert took < 10.0
+        assert sess.run(x, {x: 2.0}) == 2.0         # the session goes on
 
 
 def _lonely_recv_graph_def():
