@@ -64,3 +64,20 @@ def counter_graph(spin_until=None):
             q = after // d
         init = gr.global_variables_initializer()
     return g, dict(d=d, v=v, bump=bump, q=q, init=init)
+
+
+def one_task(g, fetch, feeds, config):
+    """A `TaskServer` (the class a Ray actor wraps, here in process) with the run of `fetch` from `feeds`
+    registered, for a cluster of one task; -> (task, its part of the run's plan)."""
+    from graph_runtime.distributed.payloads import VariableRegistry, build_task_plan
+    from graph_runtime.distributed.worker import CONFIG_FIELDS, TaskServer
+    from graph_runtime.pipeline import partition_request
+    from graph_runtime.runtime import make_request
+    request = make_request(g, fetch, feeds)
+    req = partition_request(g, request.feeds, request.returns, request.targets, config)
+    plan = build_task_plan(req, request.feeds, request.returns, request.container, config.cluster,
+                           VariableRegistry(), iter(range(1, 9)), {k: getattr(config, k) for k in CONFIG_FIELDS})
+    [part] = plan.parts
+    task = TaskServer(part.task)
+    task.register(part.reg, part.payload)
+    return task, part

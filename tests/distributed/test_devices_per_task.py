@@ -12,7 +12,7 @@ from graph_runtime.distributed.worker import CONFIG_FIELDS, TaskServer
 from graph_runtime.pipeline import partition_request
 from graph_runtime.runtime import make_request
 
-from helpers import local_config
+from helpers import local_config, one_task
 
 W0, W1 = "/job:worker/replica:0/task:0", "/job:worker/replica:0/task:1"
 
@@ -100,13 +100,7 @@ def test_an_error_on_one_device_of_a_task_ends_the_step_on_its_other_device():
         with gr.device(f"{W0}/device:CPU:0"):
             out = q + 1
     config = gr.SessionConfig(cluster=gr.ClusterSpec({"worker": 1}), device_count={"CPU": 2})
-    request = make_request(g, out, [d])
-    req = partition_request(g, request.feeds, request.returns, request.targets, config)
-    plan = build_task_plan(req, request.feeds, request.returns, request.container, config.cluster,
-                           VariableRegistry(), iter(range(1, 9)), {k: getattr(config, k) for k in CONFIG_FIELDS})
-    [part] = plan.parts
-    task = TaskServer(part.task)
-    task.register(part.reg, part.payload)
+    task, part = one_task(g, out, [d], config)
     record = task.run(part.reg, 1, [np.int32(0) for _ in part.feed_index], 30.0)    # CPU:0 waits for q: aborted
     assert record[:2] == ("error", "InvalidArgumentError") and "division by zero" in record[2]
     assert task.run(part.reg, 2, [np.int32(7) for _ in part.feed_index], 30.0)[:2] == ("ok", [2])

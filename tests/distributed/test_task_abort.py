@@ -11,10 +11,8 @@ import numpy as np
 
 import eager as ek
 import graph_runtime as gr
-from graph_runtime.distributed.payloads import VariableRegistry, build_task_plan
-from graph_runtime.distributed.worker import CONFIG_FIELDS, TaskServer
-from graph_runtime.pipeline import partition_request
-from graph_runtime.runtime import make_request
+
+from helpers import one_task
 
 W0 = "/job:worker/replica:0/task:0"
 
@@ -26,15 +24,7 @@ def _endless_task():
         x = gr.placeholder(ek.float32, (), name="x")
         with gr.device(f"{W0}/device:CPU:0"):
             y = ek.while_loop(lambda i, a: i >= 0, lambda i, a: (i + 1, a * 1.0), [ek.constant(0), x])[1]
-    config = gr.SessionConfig(cluster=gr.ClusterSpec({"worker": 1}))
-    request = make_request(g, y, [x])
-    req = partition_request(g, request.feeds, request.returns, request.targets, config)
-    plan = build_task_plan(req, request.feeds, request.returns, request.container, config.cluster,
-                           VariableRegistry(), iter(range(1, 9)), {k: getattr(config, k) for k in CONFIG_FIELDS})
-    [part] = plan.parts
-    task = TaskServer(part.task)
-    task.register(part.reg, part.payload)
-    return task, part
+    return one_task(g, y, [x], gr.SessionConfig(cluster=gr.ClusterSpec({"worker": 1})))
 
 
 def _run_in_thread(task, part, step):
