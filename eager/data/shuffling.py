@@ -9,13 +9,11 @@ seeded with `(seed, epoch)`, so a seeded dataset gives the same order in every
 run, and pass k of a reshuffling dataset differs from pass k-1.
 
 `shuffled_order(n, buffer_size, rng)` is the same algorithm over the indices
-0..n-1, as an int64 array: which draw scales which buffer size is known in
-advance (the buffer holds min(buffer_size, n - k) indices at the k-th emit),
-so the draws and the chosen positions are computed by NumPy and only the
-swaps run in Python.  Eager batches and shuffles of tensor slices use it, and
-`permutation(n, buffer_size, seed, epoch)`, the kernel of the
-`DatasetShufflePermutation` op the graph lowering uses, so a staged loop sees
-exactly the order eager iteration gives.
+0..n-1, as an int64 array, computed by NumPy without a per-element Python loop
+(`shuffle_order.py`; the orders are identical, tests check it against
+`buffered_shuffle`).  Eager batches and shuffles of tensor slices use it, and `permutation(n, buffer_size, seed, epoch)`, the kernel of
+the `DatasetShufflePermutation` op the graph lowering uses, so a staged loop
+sees exactly the order eager iteration gives.
 Imports `eager` modules and NumPy.
 """
 from __future__ import annotations
@@ -27,6 +25,7 @@ import numpy as np
 from ..dtypes import int64
 from ..registry import Spec, op
 from ..ops.random_core import derived_seed
+from .shuffle_order import shuffled_order
 
 _SEED_MAX = 2 ** 31 - 1
 
@@ -70,31 +69,7 @@ def _uniforms(gen: np.random.Generator):
         yield from gen.random(_BLOCK).tolist()
 
 
-_CHUNK = 64 * _BLOCK     # emits computed per NumPy call (bounds the Python lists of a large shuffle)
-
-
-def shuffled_order(n: int, buffer_size: int, gen: np.random.Generator) -> np.ndarray:
-    """`buffered_shuffle(range(n), buffer_size, gen)` as an int64 array (see the module docstring)."""
-    n, size = int(n), int(buffer_size)
-    buf = list(range(min(size - 1, n)))
-    nxt, done, parts = len(buf), 0, []
-    while done < n:
-        count = min(_CHUNK, n - done)
-        # the draws, in the blocks `_uniforms` takes them, each scaled by the buffer's length at its emit
-        draws = np.concatenate([gen.random(_BLOCK) for _ in range(-(-count // _BLOCK))])[:count]
-        lengths = np.minimum(size, np.arange(n - done, n - done - count, -1))
-        out = []
-        emit = out.append
-        for j in (draws * lengths).astype(np.int64).tolist():      # truncated, as int() does
-            if nxt < n:          # the next input enters at the end, then one buffered index leaves
-                buf.append(nxt)
-                nxt += 1
-            emit(buf[j])
-            buf[j] = buf[-1]
-            buf.pop()
-        parts.append(np.array(out, dtype=np.int64))
-        done += count
-    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+_CHUNK = 64 * _BLOCK     # indices `as_ints` converts per NumPy call (bounds its Python lists)
 
 
 def as_ints(order: np.ndarray):

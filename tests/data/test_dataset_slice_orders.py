@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 import eager as ek
 import tracing  # noqa: F401 - registers @function with eager.compiler_hook
-from eager.data import Dataset, shuffling
+from eager.data import Dataset, shuffle_order, shuffling
 
 
 def _ints(ds):
@@ -37,6 +37,36 @@ def test_a_long_shuffle_crosses_its_chunks_in_the_same_order():
     slices = Dataset.from_tensor_slices(np.arange(n, dtype=np.int64)).shuffle(3000, seed=11)
     reference = list(shuffling.buffered_shuffle(range(n), 3000, shuffling.rng(11, 0)))
     assert next(iter(slices.batch(n))).numpy().tolist() == reference
+
+
+@st.composite
+def _shuffle_sizes(draw):
+    """(n, buffer_size): any sizes, and often a buffer near n (where filling turns into draining)."""
+    n = draw(st.integers(0, 3000))
+    if draw(st.booleans()):
+        return n, max(1, n + draw(st.integers(-3, 3)))
+    return n, draw(st.integers(1, 3500))
+
+
+@settings(max_examples=120, deadline=None)
+@given(sizes=_shuffle_sizes(), seed=st.integers(0, 2 ** 32 - 1), epoch=st.integers(0, 5))
+def test_the_computed_orders_are_the_buffered_shuffle_order(sizes, seed, epoch):
+    n, buffer_size = sizes
+    expected = list(shuffling.buffered_shuffle(range(n), buffer_size, shuffling.rng(seed, epoch)))
+    for vectorized in (True, False, None):
+        order = shuffle_order.shuffled_order(n, buffer_size, shuffling.rng(seed, epoch), vectorized)
+        assert order.dtype == np.int64 and order.tolist() == expected
+
+
+def test_the_computed_orders_on_tiny_and_edge_sizes():
+    for n in range(0, 12):
+        for buffer_size in range(1, 14):
+            for seed in range(4):
+                expected = list(shuffling.buffered_shuffle(range(n), buffer_size, shuffling.rng(seed, 1)))
+                for vectorized in (True, False):
+                    order = shuffle_order.shuffled_order(n, buffer_size, shuffling.rng(seed, 1), vectorized)
+                    assert order.tolist() == expected
+    assert shuffle_order.shuffled_order(5, 1, shuffling.rng(0, 0), True).tolist() == [0, 1, 2, 3, 4]
 
 
 def test_reshuffled_passes_and_nested_shuffles_of_slices():
