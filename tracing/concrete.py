@@ -76,6 +76,8 @@ class ConcreteFunction:
         # a flat tuple or list of tensors is packed without nest (eager.data calls this once per element)
         self._flat_type = type(structured_outputs) if type(structured_outputs) in (tuple, list) and all(
             k == "t" for k, _ in output_template) and len(output_template) == len(structured_outputs) else None
+        # one tensor in, one tensor out: `Function.__call__` runs the plan itself (see `_run`)
+        self._one_in_one_out = self._single and len(inputs) == 1
         self.nodes_before = nodes_before
         self.nodes_after = nodes_after
         self._hits = 0
