@@ -158,16 +158,21 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
             continue
         in_regs = [reg[v] for v in step.inputs] if rewrite is not None and si in rewrite else None
         sym = operator_symbol(step.op, step.kernel, step.attrs) if len(step.outputs) == 1 else None
+        direct = (getattr(step.kernel, "direct", None)
+                  if sym is None and not step.attrs and (rewrite is None or si not in rewrite) else None)
         if sym is not None:
             a, b = [_scalar_reg(v, consts, reg, em, scalars) for v in step.inputs]
             call = f"{a} {sym} {b}"
         else:
             args = [reg[v] for v in step.inputs]
-            kname = em.bind("k", step.kernel, share=True)
-            if step.attrs:
-                kws = attr_keywords(step.op._opdef, len(step.inputs), step.attrs, f"op {step.op.name!r}")
-                args.extend(f"{kw}={em.bind('a', v)}" for kw, v in kws)
-            call = f"{kname}({', '.join(args)})"
+            if direct is not None:
+                call = _direct_call(em, direct, args)
+            else:
+                kname = em.bind("k", step.kernel, share=True)
+                if step.attrs:
+                    kws = attr_keywords(step.op._opdef, len(step.inputs), step.attrs, f"op {step.op.name!r}")
+                    args.extend(f"{kw}={em.bind('a', v)}" for kw, v in kws)
+                call = f"{kname}({', '.join(args)})"
         for v in dict.fromkeys(step.inputs):
             if last_use.get(v) == si and v not in consts and v not in keep:
                 regs.free.append(reg.pop(v))
@@ -179,11 +184,20 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
             else:
                 targets.append("_")
         line = call if not targets or all(t == "_" for t in targets) else f"{', '.join(targets)} = {call}"
+        if direct is not None:
+            line = f"with {em.bind('lk', direct.lock, share=True)}: {line}"
         if rewrite is not None and si in rewrite:
             lines.extend(rewrite[si](line, in_regs, targets))
         else:
             lines.append((line, si))
     return lines
+
+
+def _direct_call(em: Emitter, direct, args: list) -> str:
+    """The call a kernel with a `direct` attribute makes, written into the plan (the caller puts it under
+    `direct.lock`): a one-call numexpr kernel (fusion/numexpr_backend.py) costs one Python frame less."""
+    parts = [args[a] if type(a) is int else em.bind("c", a) for a in direct.args]
+    return f"{em.bind('k', direct.fn, share=True)}({', '.join(parts)})"
 
 
 def _scalar_reg(vid, consts, reg, em, scalars) -> str:

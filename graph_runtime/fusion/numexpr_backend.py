@@ -324,7 +324,21 @@ def build(program, shapes: dict) -> Optional[Callable]:
     fn.source = f"# numexpr: {st.text()}\n" + src
     fn.expression = st.text()
     fn.stages = len(st.stages)
+    if len(st.stages) == 1 and shapes[program.outputs[0]]:
+        # one compiled call: a plan may make it itself, under the lock (`codegen.emit_steps`), one frame less
+        fn.direct = DirectCall(compiled[0], lock, tuple(index[st.names[n]] if isinstance(st.names.get(n), int)
+                                                        else st.names[n] for n in st.stages[0].args))
     return fn
+
+
+@dataclass(frozen=True)
+class DirectCall:
+    """How a kernel that is one call of `fn` under `lock` computes: `fn(*args)`, where each entry of `args` is
+    the index of one of the kernel's own inputs (int) or a constant array to pass as it is."""
+
+    fn: Callable
+    lock: object
+    args: tuple
 
 
 _STAGE_CACHE: dict = {}     # (canonical text, input dtypes) -> (NumExpr, result dtype) or None (refused)

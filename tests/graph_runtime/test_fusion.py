@@ -52,6 +52,36 @@ def test_numexpr_strategy_small_and_close():
     assert_close(ref, got)
 
 
+def test_one_call_numexpr_kernel_is_made_by_the_plan_under_the_lock():
+    if not numexpr_backend.available():
+        pytest.skip("numexpr not installed")
+    g, x, y = _chain_graph()
+    xv = _rand((4, 4))
+    _, got, _, plan = fused_and_reference(g, {x: xv}, [y])
+    k = fused_kernels(plan)[0]
+    assert k.direct is not None and "with lk" in plan.source      # the plan calls the compiled expression itself
+    direct, held = k.direct, []
+
+    def spy(*args):
+        held.append(direct.lock.locked())
+        return direct.fn(*args)
+    try:
+        del k.direct             # the kernel is shared: plans compiled now call it
+        _, through_kernel, _, plan2 = fused_and_reference(g, {x: xv}, [y])
+        k.direct = numexpr_backend.DirectCall(spy, direct.lock, direct.args)
+        _, spied, _, _ = fused_and_reference(g, {x: xv}, [y])
+    finally:
+        k.direct = direct
+    assert "with lk" not in plan2.source
+    assert_bitwise(got, through_kernel)
+    assert_bitwise(got, spied)
+    assert held == [True]
+    # a rank-0 result is a NumPy scalar, which the kernel makes: no direct call
+    program = [s for s in plan.steps if s.op.type == "FusedElementwise"][0].op.get_attr("program")
+    k0 = fusion.build_for_shapes(program, [()] * len(program.input_slots), fusion.FusionOptions(force="numexpr"))
+    assert k0.strategy == "numexpr" and getattr(k0, "direct", None) is None
+
+
 def test_numexpr_switched_off(monkeypatch):
     monkeypatch.setattr(numexpr_backend, "enabled", False)
     g, x, y = _chain_graph()
