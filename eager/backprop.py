@@ -6,12 +6,30 @@ get_attr`.  Tensors are keyed by `id()` (callers keep them alive).  A source
 group is a list of tensor keys whose gradients are summed (a variable read
 several times is one group).  Gradient rules are called with public ops, so
 this builds eager values or symbolic graph nodes depending on the context.
+
+Direct eager rules: when the backward pass runs eagerly and no tape records
+on this thread (so nothing will differentiate the gradient computation), an op
+whose `extra["eager_grad"]` is set is differentiated by that function instead
+(`ops/direct_grads.py`): the same rule written with the ops' NumPy kernels on
+the tensors' values, the same calls in the same order (so the same bits),
+without the public ops' conversion, checks and dispatch.  It returns None when its case is not one it
+handles (a second-order term, an unusual dtype), and the public rule runs
+instead; so does the public rule when the direct one raises (the public ops
+then raise their precise error, or NaN-producing NumPy warnings are handled as
+in every eager op).
 """
 from __future__ import annotations
 
+import warnings as _warnings
+
+from . import context as _context
+from . import fp_semantics as _fp
+from . import tape_state as _tape_state
 from .errors import InvalidArgumentError
 from .ops import array as _a
+from .ops import direct_grads as _direct_grads  # noqa: F401 - installs the direct rules of the hot ops
 from .ops import math as _m
+from .tensor import Tensor
 
 
 def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset()):
@@ -35,6 +53,7 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     grads: dict[int, object] = {}
     for t, g in zip(targets, target_grads):
         _accumulate(grads, id(t), g, _m)
+    direct = _direct_rules_apply()
 
     for e in reversed(relevant):
         outputs = e.outputs
@@ -51,19 +70,26 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         if not opdef.differentiable:
             continue
         if len(out_grads) > 1:
-            out_grads = [g if g is not None else _a.zeros_like(o) for g, o in zip(out_grads, outputs)]
+            out_grads = [g if g is not None else _zeros_like(o, direct) for g, o in zip(out_grads, outputs)]
         inputs = e.inputs
         skip = None
         for i, x in enumerate(inputs):
             if id(x) not in needed:
                 skip = (skip or ()) + (i,)
-        in_grads = opdef.grad(GradView(e, frozenset(skip)) if skip else e, *out_grads)
+        view = GradView(e, frozenset(skip)) if skip else e
+        in_grads = None
+        if direct:
+            fast = opdef.extra.get("eager_grad")
+            if fast is not None:
+                in_grads = _run_direct(fast, view, out_grads)
+        if in_grads is None:
+            in_grads = opdef.grad(view, *out_grads)
         if len(in_grads) != len(inputs):
             raise InvalidArgumentError(
                 f"gradient rule of {opdef.name} returned {len(in_grads)} gradients for {len(inputs)} inputs")
         for x, g in zip(inputs, in_grads):
             if g is not None and id(x) in needed:
-                _accumulate(grads, id(x), g, _m)
+                _accumulate(grads, id(x), g, _m, direct)
 
     results = []
     for group in source_groups:
@@ -71,9 +97,39 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         for k in group:
             g = grads.get(k)
             if g is not None:
-                acc = g if acc is None else _m.add(acc, g)
+                acc = g if acc is None else _sum(acc, g, _m, direct)
         results.append(acc)
     return results
+
+
+def _direct_rules_apply() -> bool:
+    """May direct eager rules run (module docstring): eager on top, no tape recording on this thread."""
+    if _tape_state._state.tapes or not _context._state.stack[-1].is_eager:
+        return False
+    try:
+        if _warnings.filters[0] is not _fp.FILTER:     # the kernel filter comes first, as in eager dispatch
+            _fp.keep_kernels_quiet()
+    except IndexError:
+        _fp.keep_kernels_quiet()
+    return True
+
+
+def _run_direct(fast, view, out_grads):
+    """The direct rule's gradients, or None: its case is not handled, or it failed (the public rule decides)."""
+    for g in out_grads:
+        if type(g) is not Tensor:
+            return None
+    try:
+        return fast(view, *out_grads)
+    except Exception:
+        return None
+
+
+def _zeros_like(t, direct):
+    """The zero gradient of an output nobody sent one to (ZerosLike is never recorded: not differentiable)."""
+    if direct and type(t) is Tensor:
+        return Tensor(_a.ZEROS_LIKE.kernel(t._value))
+    return _a.zeros_like(t)
 
 
 class GradView:
@@ -95,6 +151,15 @@ class GradView:
         return getattr(self._op, name)
 
 
-def _accumulate(grads, key, g, _m):
+def _accumulate(grads, key, g, _m, direct=False):
     prev = grads.get(key)
-    grads[key] = g if prev is None else _m.add(prev, g)
+    grads[key] = g if prev is None else _sum(prev, g, _m, direct)
+
+
+def _sum(a, b, _m, direct):
+    """a + b: in direct mode, on two eager float values of one dtype and shape, AddV2's kernel itself."""
+    if direct and type(a) is Tensor and type(b) is Tensor:
+        av, bv = a._value, b._value
+        if av.dtype == bv.dtype and av.dtype.kind == "f" and av.shape == bv.shape:
+            return Tensor(_m.ADD.kernel(av, bv))
+    return _m.add(a, b)

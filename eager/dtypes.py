@@ -13,12 +13,13 @@ import numpy as np
 class DType:
     """A tensor element type (`float32`, `int32`, `string`, ...)."""
 
-    __slots__ = ("name", "as_numpy_dtype", "_np")
+    __slots__ = ("name", "as_numpy_dtype", "_np", "_limits")
 
     def __init__(self, name: str, np_type):
         self.name = name
         self.as_numpy_dtype = np_type
         self._np = np.dtype(np_type)
+        self._limits = None      # (min, max), computed once: converting a Python int checks its range
 
     @property
     def is_floating(self) -> bool:
@@ -46,23 +47,32 @@ class DType:
 
     @property
     def min(self):
-        if self.is_floating:
-            return np.finfo(self._np).min
-        if self.is_integer:
-            return np.iinfo(self._np).min
-        if self.is_bool:
-            return False
-        raise TypeError(f"dtype {self.name} has no min")
+        limits = self._limits or self._min_max()
+        if limits is False:
+            raise TypeError(f"dtype {self.name} has no min")
+        return limits[0]
 
     @property
     def max(self):
+        limits = self._limits or self._min_max()
+        if limits is False:
+            raise TypeError(f"dtype {self.name} has no max")
+        return limits[1]
+
+    def _min_max(self):
+        """(min, max), or False for a dtype without them (string, complex), computed once."""
         if self.is_floating:
-            return np.finfo(self._np).max
-        if self.is_integer:
-            return np.iinfo(self._np).max
-        if self.is_bool:
-            return True
-        raise TypeError(f"dtype {self.name} has no max")
+            info = np.finfo(self._np)
+            limits = (info.min, info.max)
+        elif self.is_integer:
+            info = np.iinfo(self._np)
+            limits = (info.min, info.max)
+        elif self.is_bool:
+            limits = (False, True)
+        else:
+            limits = False
+        self._limits = limits
+        return limits
 
     @property
     def np_dtype(self) -> np.dtype:

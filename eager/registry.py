@@ -45,7 +45,8 @@ An `OpDef` holds everything any layer needs to know about an op:
   say them (see below); None: derived from the kernel.
 - `extra`: per-layer hooks, e.g. `extra["check_import"](raw_attrs)` raising
   ValueError when a GraphDef node's (still encoded) attrs are unacceptable
-  from a file (graph_runtime.graph_import).
+  from a file (graph_runtime.graph_import), or `extra["eager_grad"]`, the
+  gradient rule on eager values for backprop's direct path (backprop.py).
 
 The predicates over these traits (including ops that hold bodies) live in
 `graph_runtime/op_traits.py`; nothing else keeps lists of op names for them.

@@ -100,6 +100,10 @@ MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,
 
 def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     """Matrix product of the last two dims (batched over leading dims)."""
+    if getattr(type(a), "_is_variable", False):         # read variables first (as convert_to_tensor does)
+        a = a._to_tensor()
+    if getattr(type(b), "_is_variable", False):
+        b = b._to_tensor()
     if type(a) is Tensor and type(b) is Tensor:         # eager fast path: check the arrays directly
         av, bv = a._value, b._value
         if av.dtype == bv.dtype and av.ndim >= 2 and bv.ndim >= 2 and \

@@ -115,6 +115,8 @@ ELU = op("Elu", _elu_kernel, infer_same_float("Elu"),
 
 def relu(features, name=None):
     """max(features, 0)."""
+    if type(features) is Tensor and features._value.dtype.kind in "fiu":      # eager fast path: numeric
+        return execute(RELU, (features,), EMPTY, name)
     return execute(RELU, (_numeric_tensor("Relu", features),), EMPTY, name)
 
 
@@ -277,6 +279,11 @@ XENT = op("SoftmaxCrossEntropyWithLogits", _xent_kernel, _infer_xent, _g_xent, n
 
 def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
     """-sum(labels * log_softmax(logits), axis): one loss per example (dense labels)."""
+    if type(logits) is Tensor and type(labels) is Tensor and type(axis) is int:    # eager fast path
+        lv, yv = logits._value, labels._value
+        if lv.dtype.kind == "f" and lv.dtype == yv.dtype and lv.shape == yv.shape and -lv.ndim <= axis < lv.ndim:
+            loss, _ = execute(XENT, (labels, logits), {"axis": axis % lv.ndim}, name)
+            return loss
     logits = _float_tensor("SoftmaxCrossEntropyWithLogits", logits, "logits")
     labels = labels if isinstance(labels, Tensor) else convert_to_tensor(labels, dtype=logits.dtype)
     attrs = _axis_attr("SoftmaxCrossEntropyWithLogits", logits, axis)

@@ -19,6 +19,7 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._define import as_attr_tuple
 from .array import squeeze
+from ..tensor import Tensor
 from .constant import stop_gradient
 from .math import add, cast, divide, equal, exp, log, multiply, subtract
 
@@ -252,6 +253,9 @@ REDUCE_GRAD_DYNAMIC = op("ReduceGradDynamic", _reduce_grad_dynamic_kernel,
 
 
 def _reduce(opdef, x, axis, keepdims, name):
+    if axis is None and type(x) is Tensor and x._value.dtype.kind in "fiu":   # eager, all axes: numbers pass
+        if opdef is not ANY and opdef is not ALL:                             # every check but Any's and All's
+            return execute(opdef, (x,), {"axis": None, "keepdims": bool(keepdims)}, name)
     x = convert_to_tensor(x)
     check_reduce_dtype(opdef.name, x.dtype)
     if _is_dynamic(axis):         # the op's inference checks the axes tensor's dtype and rank

@@ -42,7 +42,9 @@ class SGD(Optimizer):
                                {"accum": self._slot(v, "momentum"), "use_nesterov": self.nesterov}, v, counter)
         if self._decays(v):
             return self._fused(APPLY_KERAS_SGD, (h["lr"], h["weight_decay"], t, g), {}, v, counter)
-        lr = _m.cast(h["lr"], v.dtype)
+        lr = h.get("lr:" + v.dtype.name)         # one cast per dtype and step, not one per variable
+        if lr is None:
+            lr = h["lr:" + v.dtype.name] = _m.cast(h["lr"], v.dtype)
         if type(g) is Tensor and g._value is not None and g._value.dtype == v._dtype.np_dtype and \
                 v._dtype.is_floating and _context.executing_eagerly():
             # eager fast path: one fused op, same arithmetic as Mul + AssignSubVariableOp below

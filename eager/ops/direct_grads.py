@@ -1,0 +1,126 @@
+"""Direct eager gradient rules: backprop's shortcut for the hot ops (`extra["eager_grad"]`).
+
+When backprop runs eagerly and no tape records on this thread, nothing will
+differentiate the gradient computation, so an op's rule need not be built
+from public ops (which convert, check and dispatch each step).  The rules
+here are the public rules of MatMul, AddV2, Sub, Mul, Relu, Sum, Mean and
+SoftmaxCrossEntropyWithLogits written on the tensors' NumPy values: the very
+kernels (`OPDEF.kernel`) the public rules would dispatch, with the same
+arguments in the same order, so the results are the same bits.  A rule
+returns None for a case it does not handle (another dtype, a gradient
+reaching the labels or a second output), and backprop then runs the public
+rule; it does the same when a direct rule raises, so errors keep their
+public wording (backprop.py).
+
+Imports the op modules; `backprop.py` imports this module so the rules are
+installed wherever gradients are taken.
+"""
+from __future__ import annotations
+
+from ..tensor import Tensor
+from ._define import is_known_zero, sum_to_shape
+from .linalg import MATMUL
+from .math import ADD, MUL, NEG, SUB
+from .nn import RELU, RELU_GRAD, XENT
+from .reduction import MEAN, REDUCE_GRAD, SUM
+
+
+def _summed_to(g, like):
+    """`sum_to_like(g, like)` on eager values: `g` itself (a Tensor, or an array wrapped) when shapes agree."""
+    shape, arr = like._value.shape, g._value if type(g) is Tensor else g
+    if arr.shape == shape:
+        return g if type(g) is Tensor else Tensor(g)
+    return Tensor(sum_to_shape(arr, shape))
+
+
+def _float_operands(op, dy):
+    """(x, y, skip) of a binary op whose operands and gradient share one float dtype, else None."""
+    x, y = op.inputs
+    dt = dy._value.dtype
+    if dt.kind != "f" or x._value.dtype != dt or y._value.dtype != dt:
+        return None
+    return x, y, getattr(op, "skip_input_indices", ())
+
+
+def matmul_grad(op, dy):
+    """`linalg._g_matmul`: the products it dispatches through `matmul`, then `sum_to_like`."""
+    a, b = op.inputs
+    av, bv, dv = a._value, b._value, dy._value
+    if not av.dtype == bv.dtype == dv.dtype:
+        return None
+    kernel = MATMUL.kernel
+    ta, tb = op.attrs["transpose_a"], op.attrs["transpose_b"]
+    skip = getattr(op, "skip_input_indices", ())
+    da = db = None
+    if 0 not in skip:
+        da = kernel(dv, bv, False, not tb) if not ta else kernel(bv, dv, tb, True)
+        da = Tensor(sum_to_shape(da, av.shape))
+    if 1 not in skip:
+        db = kernel(av, dv, not ta, False) if not tb else kernel(dv, av, True, ta)
+        db = Tensor(sum_to_shape(db, bv.shape))
+    return [da, db]
+
+
+def add_grad(op, dy):
+    """`math._g_add`."""
+    xys = _float_operands(op, dy)
+    if xys is None:
+        return None
+    x, y, skip = xys
+    return [None if 0 in skip else _summed_to(dy, x), None if 1 in skip else _summed_to(dy, y)]
+
+
+def sub_grad(op, dy):
+    """`math._g_sub`: `negative(dy)` for the second operand."""
+    xys = _float_operands(op, dy)
+    if xys is None:
+        return None
+    x, y, skip = xys
+    return [None if 0 in skip else _summed_to(dy, x),
+            None if 1 in skip else _summed_to(NEG.kernel(dy._value), y)]
+
+
+def mul_grad(op, dy):
+    """`math._g_mul`: dy * y for x, dy * x for y."""
+    xys = _float_operands(op, dy)
+    if xys is None:
+        return None
+    x, y, skip = xys
+    return [None if 0 in skip else _summed_to(MUL.kernel(dy._value, y._value), x),
+            None if 1 in skip else _summed_to(MUL.kernel(dy._value, x._value), y)]
+
+
+def relu_grad(op, dy):
+    """Relu's rule: ReluGrad of (dy, output)."""
+    return [Tensor(RELU_GRAD.kernel(dy._value, op.outputs[0]._value))]
+
+
+def _reduce_grad(mean):
+    def rule(op, dy):
+        """`reduction._g_sum` / `_g_mean` (static axes): the ReduceGrad they dispatch."""
+        attrs = op.attrs
+        return [Tensor(REDUCE_GRAD.kernel(dy._value, op.inputs[0]._value, axis=attrs["axis"],
+                                          keepdims=attrs["keepdims"], mean=mean))]
+    return rule
+
+
+def xent_grad(op, dloss, gg):
+    """`nn._g_xent` in its usual case: the logits' gradient only (labels are data) and none reaching the
+    `backprop` output: ExpandDims of dloss, then Mul by `backprop`."""
+    skip = getattr(op, "skip_input_indices", ())
+    dl, bp = dloss._value, op.outputs[1]._value
+    if 0 not in skip or 1 in skip or dl.dtype != bp.dtype or dl.dtype.kind != "f" or not is_known_zero(gg):
+        return None
+    axis = op.attrs["axis"]
+    d = dl.reshape(dl.shape[:axis] + (1,) + dl.shape[axis:])      # np.expand_dims(dl, axis): the same view
+    return [None, Tensor(MUL.kernel(d, bp))]
+
+
+def _install():
+    for opdef, rule in ((MATMUL, matmul_grad), (ADD, add_grad), (SUB, sub_grad), (MUL, mul_grad),
+                        (RELU, relu_grad), (SUM, _reduce_grad(False)), (MEAN, _reduce_grad(True)),
+                        (XENT, xent_grad)):
+        opdef.extra["eager_grad"] = rule
+
+
+_install()

@@ -1,0 +1,141 @@
+"""Backprop's direct eager rules (`extra["eager_grad"]`) give the public rules' results, bit for bit.
+
+With no tape recording, an eager backward pass differentiates MatMul, AddV2,
+Sub, Mul, Relu, Sum, Mean and SoftmaxCrossEntropyWithLogits with their NumPy
+kernels instead of the public ops.  An outer recording tape turns the direct
+rules off (its gradients must be differentiable), so the same gradient taken
+inside one is the public rules' result: both must agree exactly.  Cases the
+direct rules do not handle (labels' gradient, a second-order term, integer
+values, bad output gradients) must take the public rule: same results, same
+errors.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import eager as ek
+from eager import dispatch
+from eager.errors import InvalidArgumentError
+from eager.registry import lookup
+
+
+def _mlp_loss(x, y, w1, b1, w2, b2):
+    h = ek.nn.relu(ek.matmul(x, w1) + b1)
+    logits = ek.matmul(h, w2) - b2 * 2.0
+    return ek.reduce_mean(ek.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits)) + \
+        ek.reduce_sum(b1 * b1)
+
+
+def _params(dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((6, 5)).astype(dtype)
+    y = np.eye(3, dtype=dtype)[rng.integers(0, 3, 6)]
+    ps = [rng.standard_normal((5, 4)).astype(dtype), rng.standard_normal(4).astype(dtype),
+          rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)]
+    return ek.constant(x), ek.constant(y), [ek.Variable(p) for p in ps]
+
+
+def _gradients(outer: bool, dtype):
+    x, y, vs = _params(dtype)
+    if outer:
+        with ek.GradientTape():          # a recording outer tape: the public rules run
+            with ek.GradientTape() as tape:
+                loss = _mlp_loss(x, y, *vs)
+            return tape.gradient(loss, vs)
+    with ek.GradientTape() as tape:
+        loss = _mlp_loss(x, y, *vs)
+    return tape.gradient(loss, vs)
+
+
+class _Dispatched:
+    """Count the ops dispatched through `execute` by the eager modules while the block runs."""
+
+    def __enter__(self):
+        self.names = []
+        self._orig = dispatch.execute
+        self._mods = [m for m in list(sys.modules.values())
+                      if getattr(m, "__name__", "").startswith("eager") and getattr(m, "execute", None) is self._orig]
+
+        def counting(opdef, *args, **kwargs):
+            self.names.append(opdef.name)
+            return self._orig(opdef, *args, **kwargs)
+        for m in self._mods:
+            m.execute = counting
+        return self
+
+    def __exit__(self, *exc):
+        for m in self._mods:
+            m.execute = self._orig
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_direct_rules_equal_the_public_rules_bitwise(dtype):
+    direct, public = _gradients(False, dtype), _gradients(True, dtype)
+    for d, p in zip(direct, public):
+        assert d.dtype == p.dtype and d.shape == p.shape
+        np.testing.assert_array_equal(d.numpy(), p.numpy())
+
+
+def test_the_direct_rules_run_without_dispatching_ops():
+    x, y, vs = _params(np.float32)
+    with ek.GradientTape() as tape:
+        loss = _mlp_loss(x, y, *vs)
+    with _Dispatched() as seen:
+        tape.gradient(loss, vs)
+    # only the seed (OnesLike) is an op: every rule ran on NumPy values
+    assert seen.names == ["OnesLike"]
+    for name in ("MatMul", "AddV2", "Sub", "Mul", "Relu", "Sum", "Mean", "SoftmaxCrossEntropyWithLogits"):
+        assert callable(lookup(name).extra.get("eager_grad")), name
+
+
+def test_an_outer_tape_gets_differentiable_gradients():
+    # y = sum(X @ X): dy/dX[a, b] = rowsum(X)[b] + colsum(X)[a], whose sum is 2n sum(X): d/dX = 2n
+    x = ek.Variable([[1.0, -2.0], [0.5, 3.0]])
+    with ek.GradientTape() as outer:
+        with ek.GradientTape() as inner:
+            y = ek.reduce_sum(ek.matmul(x, x))
+        g = inner.gradient(y, x)
+        s = ek.reduce_sum(g)
+    xv = x.numpy()
+    np.testing.assert_array_equal(g.numpy(), xv.sum(axis=1)[None, :] + xv.sum(axis=0)[:, None])
+    np.testing.assert_array_equal(outer.gradient(s, x).numpy(), np.full((2, 2), 4.0, np.float32))
+
+
+def test_labels_gradient_takes_the_public_rule():
+    logits = ek.constant([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0]])
+    labels = ek.constant([[0.2, 0.3, 0.5], [1.0, 0.0, 0.0]])
+    with ek.GradientTape() as tape:
+        tape.watch(labels)
+        tape.watch(logits)
+        loss = ek.reduce_sum(ek.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+    dlabels, dlogits = tape.gradient(loss, [labels, logits])
+    lv, gv = labels.numpy(), logits.numpy()
+    logsm = gv - np.log(np.exp(gv).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(dlabels.numpy(), -logsm, rtol=1e-6)
+    sm = np.exp(logsm)
+    np.testing.assert_allclose(dlogits.numpy(), sm * lv.sum(axis=1, keepdims=True) - lv, rtol=1e-6, atol=1e-7)
+
+
+def test_a_badly_shaped_output_gradient_raises_the_public_rules_error():
+    x = ek.Variable(np.ones((2, 3), np.float32))
+    w = ek.constant(np.ones((3, 4), np.float32))
+    with ek.GradientTape(persistent=True) as tape:
+        y = ek.matmul(x, w)
+    with pytest.raises(InvalidArgumentError, match="MatMul"):
+        tape.gradient(y, x, output_gradients=ek.constant(np.ones((2, 5), np.float32)))
+
+
+def test_an_overflowing_direct_rule_stays_quiet_under_warnings_as_errors():
+    # NumPy warns "overflow encountered in multiply" in the Mul rule: a value (inf), as in TensorFlow
+    x = ek.Variable(np.array([1e30, 2.0], np.float32))
+    y = ek.constant(np.array([1e30, 3.0], np.float32))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with ek.GradientTape() as tape:
+            out = x * y
+        g = tape.gradient(out, x, output_gradients=ek.constant([1e30, 1.0]))
+    np.testing.assert_array_equal(g.numpy(), [np.inf, 3.0])
