@@ -35,28 +35,23 @@ parts on `eager.parallel`'s pool like the NumPy bodies they replace; numba's
 own threading (`parallel=True`) is not used, so there is no second pool to
 oversubscribe the cores.
 
-Imports numpy and the standard library (numba lazily, when a kernel is first needed).
+Imports numpy, `eager.switches` and the standard library (numba lazily, when a kernel is first needed).
 """
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 
 import numpy as np
 
+from .switches import Switch
+
 MIN_BYTES = 1 << 20            # a kernel moving less than this runs the NumPy path (see above)
 
 _lock = threading.Lock()
-_state = {"enabled": None, "numba": None}       # numba: the module once imported, False when missing
+_state = {"numba": None}       # numba: the module once imported, False when missing
+_switch = Switch("GRAPHJIT_NATIVE", "set_enabled")
 _kernels: dict = {}
-
-
-def _default_enabled() -> bool:
-    env = os.environ.get("GRAPHJIT_NATIVE", "")
-    if env not in ("", "0", "1"):
-        raise ValueError(f"GRAPHJIT_NATIVE must be 0 or 1, got {env!r}")
-    return env != "0"
 
 
 def available() -> bool:
@@ -76,26 +71,19 @@ def available() -> bool:
 
 def enabled() -> bool:
     """Whether native kernels may run (they still need numba: `available()`)."""
-    flag = _state["enabled"]
-    if flag is None:
-        flag = _state["enabled"] = _default_enabled()
-    return flag
+    return _switch.get()
 
 
 def set_enabled(flag: bool | None) -> bool:
     """Turn native kernels on or off process-wide (None: the default); returns the previous setting."""
-    if flag is not None and type(flag) is not bool:
-        raise ValueError(f"set_enabled: flag must be a bool or None, got {flag!r}")
-    old = enabled()
-    _state["enabled"] = _default_enabled() if flag is None else flag
-    return old
+    return _switch.set(flag)
 
 
 @contextlib.contextmanager
 def options(enabled: bool | None = None, min_bytes: int | None = None):
     """Within the block, native kernels on or off and their size threshold (tests, benchmarks; process-wide)."""
     global MIN_BYTES
-    saved = (_state["enabled"], MIN_BYTES)
+    saved = (_switch.value, MIN_BYTES)
     if enabled is not None:
         set_enabled(enabled)
     if min_bytes is not None:
@@ -103,7 +91,7 @@ def options(enabled: bool | None = None, min_bytes: int | None = None):
     try:
         yield
     finally:
-        _state["enabled"], MIN_BYTES = saved
+        _switch.value, MIN_BYTES = saved
 
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))      # what the kernels are compiled for

@@ -20,6 +20,7 @@ import numbers
 import numpy as np
 
 from ..convert import convert_to_tensor
+from .. import buffers
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
@@ -57,8 +58,24 @@ def _numeric_tensor(opname, x, arg="features"):
 
 
 # ------------------------------------------------------------------ activations
+def _pooled(*arrays) -> bool:
+    """Big same-shape arrays (not the fusion pass's tracers, which record the plain expression): pool the result."""
+    first = arrays[0]
+    return (all(type(a) is np.ndarray and a.shape == first.shape for a in arrays)
+            and first.nbytes >= buffers.MIN_BYTES)
+
+
 def _relu_grad_kernel(dy, y):
-    return np.multiply(dy, y > 0, dtype=dy.dtype)
+    if not _pooled(dy, y):
+        return np.multiply(dy, y > 0, dtype=dy.dtype)
+    positive = np.greater(y, 0, out=buffers.empty(y.shape, np.bool_))    # pooled: no fresh pages per step
+    return np.multiply(dy, positive, out=buffers.empty(dy.shape, dy.dtype), dtype=dy.dtype)
+
+
+def _relu_kernel(x):
+    if not _pooled(x):
+        return np.maximum(x, np.zeros((), x.dtype))
+    return _relu_into(x, buffers.empty(x.shape, x.dtype))
 
 
 def _relu_grad_into(dy, y, out):
@@ -74,7 +91,7 @@ RELU_GRAD = op("ReluGrad", _relu_grad_kernel, infer_same,
                lambda op, g: [execute(RELU_GRAD, (g, op.inputs[1]), EMPTY), None], elementwise=True,
                extra={"inplace": _relu_grad_into},
                doc="dy * (y > 0): the gradient of Relu given its output y.")
-RELU = op("Relu", lambda x: np.maximum(x, np.zeros((), x.dtype)), infer_same,
+RELU = op("Relu", _relu_kernel, infer_same,
           lambda op, dy: [execute(RELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True,
           extra={"inplace": _relu_into}, rowwise_exact=True)
 

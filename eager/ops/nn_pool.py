@@ -28,7 +28,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..convert import convert_to_tensor
 from ..dispatch import execute
 from ..errors import InvalidArgumentError
-from .. import native, parallel
+from .. import buffers, native, parallel
 from ..registry import Spec, op
 from .array import shape as _shape
 from .windows import (check_format, check_rank4, crop, geometry, hw_arg, pad, padded_shape, padding_arg, sizes, slab,
@@ -60,7 +60,7 @@ def _lowest(dtype):
 def _max_pool_kernel(x, ksize, strides, padding):
     xp, slabs, gh, gw = _pool_slabs(x, {"ksize": ksize, "strides": strides, "padding": padding}, "MaxPool",
                                     _lowest(x.dtype))
-    out = np.empty((x.shape[0], gh[0], gw[0], x.shape[3]), x.dtype)
+    out = buffers.empty((x.shape[0], gh[0], gw[0], x.shape[3]), x.dtype)
 
     def window_max(lo, hi):
         part = out[lo:hi]
@@ -128,8 +128,8 @@ def _route_to_first_max(x, dy, geom):
     """MaxPoolGrad for non-overlapping windows: dy routed to each window's first maximum, or None (NaN)."""
     oh, ow, kh, kw = geom
     offsets = _offsets((kh, kw))
-    dx = np.zeros(x.shape, dy.dtype) if x.shape[1] != oh * kh or x.shape[2] != ow * kw else \
-        np.empty(x.shape, dy.dtype)
+    dx = buffers.zeros(x.shape, dy.dtype) if x.shape[1] != oh * kh or x.shape[2] != ow * kw else \
+        buffers.empty(x.shape, dy.dtype)
     xb, blocks, dy_bits = _blocks(x, oh, ow, kh, kw), _bits(_blocks(dx, oh, ow, kh, kw)), _bits(dy)
     ok = []
 
@@ -148,7 +148,7 @@ def _route_natively(x, dy, geom):
     """MaxPoolGrad for non-overlapping windows in one compiled pass (eager.native: the same bits, NaN too)."""
     oh, ow, kh, kw = geom
     covered = x.shape[1] == oh * kh and x.shape[2] == ow * kw
-    dx = np.empty(x.shape, dy.dtype) if covered else np.zeros(x.shape, dy.dtype)
+    dx = buffers.empty(x.shape, dy.dtype) if covered else buffers.zeros(x.shape, dy.dtype)
 
     def route(lo, hi):
         native.max_pool_grad(x[lo:hi], dy[lo:hi], dx[lo:hi], kh, kw)

@@ -56,6 +56,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from eager import buffers
 from eager.registry import attr_keywords, get
 
 from .. import generated_source
@@ -289,7 +290,8 @@ def reroll(lines: list, indent: str) -> list:
 
 def _alloc(env, program, shapes, slot, shape=None) -> str:
     shape = shapes[slot] if shape is None else shape
-    return f"{env.bind('_empty', np.empty)}({tuple(shape)!r}, {env.bind('_d', program.dtypes[slot])})"
+    # large outputs come from eager.buffers' pool (a dead array of the same size, no fresh pages)
+    return f"{env.bind('_empty', buffers.empty)}({tuple(shape)!r}, {env.bind('_d', program.dtypes[slot])})"
 
 
 # ------------------------------------------------------------------ chunked
