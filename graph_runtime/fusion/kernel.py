@@ -34,7 +34,9 @@ import collections
 import statistics
 import threading
 import time
-from typing import Callable
+from typing import Callable, Optional
+
+import numpy as np
 
 from eager import parallel
 from eager.registry import op
@@ -59,7 +61,19 @@ def _infer(specs, attrs):
 
 def _lower(operation, ctx) -> Callable:
     program = operation.get_attr("program")
-    return make_kernel(program, [t.shape.dims for t in operation.inputs])
+    return make_kernel(program, [t.shape.dims for t in operation.inputs], scalars=constant_scalars(operation))
+
+
+def constant_scalars(operation) -> dict:
+    """{input position: value} of the fused op's rank-0 inputs made by `Const` ops (a numexpr kernel compiles
+    them into its expressions)."""
+    out = {}
+    for k, t in enumerate(operation.inputs):
+        if t.op.type == "Const" and t.shape.dims == ():
+            value = np.asarray(t.op.get_attr("value"))
+            if value.shape == () and value.dtype == t.dtype.np_dtype:
+                out[k] = value
+    return out
 
 
 FUSED_ELEMENTWISE = op(
@@ -128,8 +142,9 @@ class Autotuned:
 
 
 # ------------------------------------------------------------------ kernels
-def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
-    """Generate the kernel for concrete input shapes (strategy from the cost model)."""
+def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Optional[dict] = None) -> Callable:
+    """Generate the kernel for concrete input shapes (strategy from the cost model); `scalars`: {input position:
+    0-d value} of inputs known when the plan is compiled (`constant_scalars`)."""
     shapes = program.shapes_for(input_shapes)
     layout_box: list = []
 
@@ -143,7 +158,7 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions) -> Callable:
                     lambda: numexpr_backend.stage_count(program))
     fn = None
     if choice.strategy == "numexpr":
-        fn = numexpr_backend.build(program, shapes)
+        fn = numexpr_backend.build(program, shapes, scalars)
         if fn is None:
             choice.strategy = "numpy"
     if choice.strategy == "chunked":
@@ -182,21 +197,25 @@ _SHARED: dict = {}          # (program signature, input shapes, options) -> kern
 MAX_SHARED_KERNELS = 1024
 
 
-def shared_kernel(program, input_shapes: tuple, opts: FusionOptions) -> Callable:
+def shared_kernel(program, input_shapes: tuple, opts: FusionOptions, scalars: Optional[dict] = None) -> Callable:
     """The kernel for these shapes, shared by every program with the same signature.
 
     An unrolled loop produces many identical groups; sharing one generated function (instead of
     one per group) generates code once and keeps the interpreter's caches warm.
     """
-    key = (program.signature(), input_shapes, opts, numexpr_backend.available())
+    key = (program.signature(), input_shapes, opts, numexpr_backend.available(), _scalars_key(scalars))
     fn = _SHARED.get(key)
     if fn is None:
-        fn = build_for_shapes(program, input_shapes, opts)
+        fn = build_for_shapes(program, input_shapes, opts, scalars)
         with _shared_lock:
             if len(_SHARED) >= MAX_SHARED_KERNELS:
                 _SHARED.clear()
             fn = _SHARED.setdefault(key, fn)
     return fn
+
+
+def _scalars_key(scalars: Optional[dict]) -> tuple:
+    return tuple((k, v.dtype.str, v.tobytes()) for k, v in sorted(scalars.items())) if scalars else ()
 
 
 def clear_caches() -> None:
@@ -206,22 +225,25 @@ def clear_caches() -> None:
     numexpr_backend.clear_cache()
 
 
-def make_kernel(program, static_input_shapes, opts: FusionOptions = None) -> Callable:
-    """The kernel a plan calls for this program: generated now if shapes are static, else per shape."""
+def make_kernel(program, static_input_shapes, opts: FusionOptions = None, scalars: Optional[dict] = None) -> Callable:
+    """The kernel a plan calls for this program: generated now if shapes are static, else per shape.
+    `scalars`: see `build_for_shapes`."""
     opts = opts or get_options()
     if all(dims is not None and None not in dims for dims in static_input_shapes):
-        return shared_kernel(program, tuple(tuple(d) for d in static_input_shapes), opts)
+        return shared_kernel(program, tuple(tuple(d) for d in static_input_shapes), opts, scalars)
     cache = program.cache
     lock = threading.Lock()
 
+    known = _scalars_key(scalars)
+
     def dynamic(*arrays):
-        key = (tuple(a.shape for a in arrays), opts)
+        key = (tuple(a.shape for a in arrays), opts, known)     # the program's cache is shared by its ops
         fn = cache.get(key)
         if fn is None:
             with lock:
                 if len(cache) >= MAX_DYNAMIC_KERNELS:
                     cache.clear()
-                fn = cache[key] = shared_kernel(program, key[0], opts)
+                fn = cache[key] = shared_kernel(program, key[0], opts, scalars)
         return fn(*arrays)
     dynamic.strategy = "dynamic"
     return dynamic

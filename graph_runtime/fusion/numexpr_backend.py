@@ -42,8 +42,12 @@ So every instruction's template appears once in the whole text, plus copies of
 short arguments: total text, compile time and memory are linear.  The kernel
 calls the stages in order (one numexpr call each; the cost model counts them).
 
-Constants are typed 0-d arrays passed as inputs (`c<slot>`, `k<dtype>_<name>`),
-never literals: numexpr evaluates `x * 2.5` in float64 for a float32 `x`.  The
+Constants are typed 0-d arrays (`c<slot>`, `k<dtype>_<name>`), never literals:
+numexpr evaluates `x * 2.5` in float64 for a float32 `x`.  Rank-0 ones, and
+the fused op's rank-0 inputs made by `Const` ops (`kernel.constant_scalars`),
+are compiled into the stage as numexpr constants of their own dtype (`_inline`:
+each operand costs numexpr's iterator about 0.1 us a call); where numexpr's
+expression tree cannot take them, they are passed as operands.  The
 compiled `NumExpr` objects are called directly, under numexpr's own lock (its
 virtual machine must not run in two threads at once), with positional arrays (no
 expression parsing, no frame inspection: `numexpr.evaluate`'s per-call
@@ -85,6 +89,7 @@ enabled = True        # tests set this to False to exercise the NumPy-only path 
 # NumPy backend, and `unavailable_reason()` says why.
 NUMEXPR_VERSIONS = ((2, 8), (3, 0))     # [first, last)
 _ne = None
+_expressions = None
 _reason = ""
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_WORDS = frozenset(w for t in list(NE_TEMPLATES.values()) + list(NE_OPAQUE.values())
@@ -93,7 +98,7 @@ _TEMPLATE_WORDS = frozenset(w for t in list(NE_TEMPLATES.values()) + list(NE_OPA
 
 def available() -> bool:
     """Is numexpr importable, a checked release that works as expected (and not switched off)?"""
-    global _ne, _reason
+    global _ne, _reason, _expressions
     if not enabled:
         return False
     if _ne is None:
@@ -101,8 +106,9 @@ def available() -> bool:
         if _reason:
             _ne = False
         else:     # numexpr is the optional [fusion] extra: imported once _problem() found it usable
-            from numexpr import necompiler
+            from numexpr import expressions, necompiler
             _ne = necompiler
+            _expressions = expressions
     return _ne is not False
 
 
@@ -274,18 +280,25 @@ def name_dtypes(program) -> dict:
     return dtype_of
 
 
-def build(program, shapes: dict) -> Optional[Callable]:
+def build(program, shapes: dict, scalars: Optional[dict] = None) -> Optional[Callable]:
+    """The kernel, or None (see the module docstring).  `scalars`: {input position: 0-d array} of inputs whose
+    value is known when the plan is compiled (graph constants); they and the program's own rank-0 constants are
+    compiled into the expressions instead of passed as operands (each operand costs numexpr's iterator time)."""
     if not available() or not expressible(program):
         return None
     st = stages(program)
     dtype_of = name_dtypes(program)
+    index = {s: k for k, s in enumerate(program.input_slots)}
+    known = {n: v for n, v in st.names.items() if not isinstance(v, int) and v.ndim == 0}
+    known.update({n: scalars[index[v]] for n, v in st.names.items()
+                  if isinstance(v, int) and scalars and index[v] in scalars})
     compiled = []
     for s in st.stages:
-        cx = compiled_stage(s, [dtype_of[n] for n in s.args], program.dtypes[s.slot])
+        cx = compiled_stage(s, [dtype_of[n] for n in s.args], program.dtypes[s.slot],
+                            {k: known[n] for k, n in enumerate(s.args) if n in known})
         if cx is None:
             return None
         compiled.append(cx)
-    index = {s: k for k, s in enumerate(program.input_slots)}
     lock = _vm_lock()
     ns: dict = {n: v for n, v in st.names.items() if not isinstance(v, int)}
     ns["__lock"] = lock
@@ -298,12 +311,13 @@ def build(program, shapes: dict) -> Optional[Callable]:
     reg: dict = {}
     free: list = []
     xname: dict = {}
-    for k, (s, cx) in enumerate(zip(st.stages, compiled)):
+    for k, (s, (cx, inlined)) in enumerate(zip(st.stages, compiled)):
         x = xname.get(id(cx))
         if x is None:
             x = xname[id(cx)] = f"x{len(xname)}"
             ns[x] = cx
-        args = [f"i{index[st.names[n]]}" if isinstance(st.names.get(n), int) else reg.get(n, n) for n in s.args]
+        args = [f"i{index[st.names[n]]}" if isinstance(st.names.get(n), int) else reg.get(n, n)
+                for j, n in enumerate(s.args) if j not in inlined]
         # positional arrays only: no out, order 'K', casting 'safe', no VML are the compiled call's defaults,
         # and a call without keywords skips their parsing (about a tenth of a tiny kernel's time)
         call = f"{x}({', '.join(args)})"
@@ -326,8 +340,10 @@ def build(program, shapes: dict) -> Optional[Callable]:
     fn.stages = len(st.stages)
     if len(st.stages) == 1 and shapes[program.outputs[0]]:
         # one compiled call: a plan may make it itself, under the lock (`codegen.emit_steps`), one frame less
-        fn.direct = DirectCall(compiled[0], lock, tuple(index[st.names[n]] if isinstance(st.names.get(n), int)
-                                                        else st.names[n] for n in st.stages[0].args))
+        cx, inlined = compiled[0]
+        fn.direct = DirectCall(cx, lock, tuple(index[st.names[n]] if isinstance(st.names.get(n), int)
+                                               else st.names[n] for j, n in enumerate(st.stages[0].args)
+                                               if j not in inlined))
     return fn
 
 
@@ -353,40 +369,81 @@ def canonical(stage: Stage) -> str:
     return _NAME.sub(lambda m: rename.get(m.group(0), m.group(0)), stage.text)
 
 
-def compiled_stage(stage: Stage, arg_dtypes: list, want: np.dtype):
-    """The compiled `NumExpr` of `stage` for these argument dtypes (positional, in `stage.args` order), or None
-    when numexpr refuses it or its result is not of dtype `want`.
+def compiled_stage(stage: Stage, arg_dtypes: list, want: np.dtype, constants: Optional[dict] = None):
+    """(compiled `NumExpr` of `stage`, positions of the arguments compiled in as constants), or None when
+    numexpr refuses it or its result is not of dtype `want`.  The compiled call takes the other arguments,
+    positionally, in `stage.args` order.
 
-    Compiled once per (canonical text, argument dtypes) in the process, like `numexpr.evaluate`'s own cache:
-    a 4,000-line unrolled function splits into a thousand stages with one canonical text, so compile time
-    follows the number of *distinct* stages.  The result dtype is found by a trial run on one-element inputs
-    of the argument dtypes (it depends on the dtypes only)."""
-    key = (canonical(stage), tuple(np.dtype(d).str for d in arg_dtypes))
+    `constants`: {argument position: 0-d array} known now; they become constants of the compiled program
+    (`_inline`), unless every argument would (the result's shape comes from the operands).
+    Compiled once per (canonical text, argument dtypes, constants) in the process, like `numexpr.evaluate`'s
+    own cache: a 4,000-line unrolled function splits into a thousand stages with one canonical text, so compile
+    time follows the number of *distinct* stages.  The result dtype is found by a trial run on one-element
+    inputs of the argument dtypes (it depends on the dtypes only)."""
+    constants = constants if constants and len(constants) < len(arg_dtypes) else {}
+    key = (canonical(stage), tuple(np.dtype(d).str for d in arg_dtypes),
+           tuple((k, v.dtype.str, v.tobytes()) for k, v in sorted(constants.items())))
     hit = _STAGE_CACHE.get(key, False)
     if hit is False:
-        hit = _compile_stage(key[0], arg_dtypes)
+        hit = _compile_stage(key[0], arg_dtypes, constants)
         with _stage_lock:
             if len(_STAGE_CACHE) >= MAX_CACHED_STAGES:
                 _STAGE_CACHE.clear()
             _STAGE_CACHE[key] = hit
     if hit is None or hit[1] != want:
         return None
-    return hit[0]
+    return hit[0], hit[2]
 
 
-def _compile_stage(text: str, arg_dtypes: list):
-    try:
-        sig = [(f"a{k}", _ne.getType(np.empty(0, d))) for k, d in enumerate(arg_dtypes)]
-        cx = _ne.NumExpr(text, sig)
-    except Exception:  # noqa: BLE001 - numexpr refuses it (e.g. too many registers): use NumPy
-        return None
+def _compile_stage(text: str, arg_dtypes: list, constants: dict):
+    sig = [(f"a{k}", _ne.getType(np.empty(0, d))) for k, d in enumerate(arg_dtypes)]
+    cx = None
+    if constants:
+        try:
+            cx = _inline(text, sig, constants)
+        except Exception:  # noqa: BLE001 - numexpr's expression tree changed: pass the constants as operands
+            cx = None
+    inlined = frozenset(constants) if cx is not None else frozenset()
+    if cx is None:
+        try:
+            cx = _ne.NumExpr(text, sig)
+        except Exception:  # noqa: BLE001 - numexpr refuses it (e.g. too many registers): use NumPy
+            return None
     try:
         with _vm_lock(), np.errstate(all="ignore"):
-            res = cx(*[dummy(np.dtype(d), 1) for d in arg_dtypes], out=None, order="K", casting="safe",
-                     ex_uses_vml=False)
+            res = cx(*[dummy(np.dtype(d), 1) for k, d in enumerate(arg_dtypes) if k not in inlined], out=None,
+                     order="K", casting="safe", ex_uses_vml=False)
     except Exception:  # noqa: BLE001
         return None
-    return cx, res.dtype
+    return cx, res.dtype, inlined
+
+
+def _inline(text: str, sig: list, constants: dict):
+    """`text` compiled with the arguments at the positions of `constants` as typed constants of the program.
+
+    A NumPy float32 scalar is a float32 constant for numexpr (a Python float literal would be a float64 one,
+    and widen the operation).  The tree is parsed with the constants still variables and they are put in
+    afterwards, so numexpr's rewrites of operations on constants (a division by a constant as a product with
+    its reciprocal, small integer powers as products: not NumPy's results) never see them; the optimization
+    level "none" would refuse them too."""
+    context = {"optimization": "none", "truediv": False}
+    tree = _ne.stringToExpression(text, dict(sig), context)
+    values = {f"a{k}": v[()] for k, v in constants.items()}
+    tree = _with_constants(tree, values, {})
+    return _ne.NumExpr(tree, [p for k, p in enumerate(sig) if k not in constants], **context)
+
+
+def _with_constants(node, values: dict, done: dict):
+    """The expression tree with its variables named in `values` replaced by constant nodes (a shared subtree
+    is rewritten once)."""
+    if node.astType == "variable" and node.value in values:
+        return _expressions.ConstantNode(values[node.value])
+    hit = done.get(id(node))
+    if hit is None:
+        if node.children:
+            node.children = tuple(_with_constants(c, values, done) for c in node.children)
+        hit = done[id(node)] = node
+    return hit
 
 
 def clear_cache() -> None:

@@ -82,6 +82,45 @@ def test_one_call_numexpr_kernel_is_made_by_the_plan_under_the_lock():
     assert k0.strategy == "numexpr" and getattr(k0, "direct", None) is None
 
 
+def _divide_graph():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (64,), name="x")
+        y = ek.sqrt(ek.abs(x) / 3.0 + 0.1) * -1.5
+    return g, x, y
+
+
+def test_numexpr_compiles_graph_constants_in_and_stays_exact():
+    if not numexpr_backend.available():
+        pytest.skip("numexpr not installed")
+    g, x, y = _divide_graph()
+    xv = _rand((64,)) * 100
+    ref, got, _, plan = fused_and_reference(g, {x: xv}, [y])
+    k = fused_kernels(plan)[0]
+    assert k.strategy == "numexpr"
+    assert k.direct.args == (0,)              # the constants are in the compiled expression, not operands
+    assert_bitwise(ref, got)                  # x / 3 stays a division (numexpr's optimizer would multiply by 1/3)
+    ref, got, _, _ = fused_and_reference(g, {x: xv}, [y], numexpr=False)
+    assert_bitwise(ref, got)
+
+
+def test_numexpr_constants_as_operands_when_they_cannot_be_compiled_in(monkeypatch):
+    if not numexpr_backend.available():
+        pytest.skip("numexpr not installed")
+
+    def broken(*args):
+        raise AttributeError("stringToExpression")
+    monkeypatch.setattr(numexpr_backend, "_inline", broken)
+    fusion.clear_caches()
+    try:
+        g, x, y = _divide_graph()
+        ref, got, _, plan = fused_and_reference(g, {x: _rand((64,)) * 100}, [y])
+        assert len(fused_kernels(plan)[0].direct.args) == 4     # x and the three constants
+        assert_bitwise(ref, got)
+    finally:
+        fusion.clear_caches()
+
+
 def test_numexpr_switched_off(monkeypatch):
     monkeypatch.setattr(numexpr_backend, "enabled", False)
     g, x, y = _chain_graph()

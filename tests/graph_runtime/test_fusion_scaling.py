@@ -109,7 +109,7 @@ def test_stages_of_an_unrolled_loop_compile_once():
     texts = {numexpr_backend.canonical(s) for s in st.stages}
     assert len(st.stages) > 10 and len(texts) <= 3
     dtype_of = numexpr_backend.name_dtypes(programs[0])
-    compiled = {id(numexpr_backend.compiled_stage(s, [dtype_of[n] for n in s.args], programs[0].dtypes[s.slot]))
+    compiled = {id(numexpr_backend.compiled_stage(s, [dtype_of[n] for n in s.args], programs[0].dtypes[s.slot])[0])
                 for s in st.stages}
     assert len(compiled) == len(texts)
     np.testing.assert_allclose(got, ref, rtol=2e-5)
