@@ -117,13 +117,19 @@ def _gathered_batches(source, size, drop):
     `iterate()` would give, stacked, without making each row a tensor first."""
     arrays, struct, order = source
     end = len(order) - len(order) % size if drop else len(order)
+    pack = _packer(struct)
     for start in range(0, end, size):
         idx = order[start:start + size]
-        parts = [Tensor(_gather(a, idx)) for a in arrays]
-        if not nest.is_nested(struct):
-            yield parts[0]
-        else:
-            yield tuple(parts) if structure.is_flat_tuple(struct) else nest.pack_sequence_as(struct, parts)
+        yield pack([Tensor(_gather(a, idx)) for a in arrays])
+
+
+def _packer(struct):
+    """The function that packs a list of component tensors as `struct`, chosen once per pass."""
+    if not nest.is_nested(struct):
+        return lambda parts: parts[0]
+    if structure.is_flat_tuple(struct):
+        return tuple
+    return lambda parts: nest.pack_sequence_as(struct, parts)
 
 
 def _gather(array, rows):

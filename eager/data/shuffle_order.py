@@ -7,12 +7,12 @@ that emit, min(size, n - k), truncated as `int()` does, so the slot every
 emit chooses is known before any emit runs.  What a slot holds at an emit
 then follows from the earlier emits that chose it:
 
-* while inputs remain (the first n - size + 1 emits), emit k appends input
-  size-1+k as the last slot, takes slot j, and (j not last) puts the new input
-  in j: it takes the input of the latest earlier emit that chose j, or j's
-  first index (`_filling`);
-* then the buffer drains: emit t takes slot j and moves the index in the last
-  slot into j.  The index moved by an emit is what the last slot held, so it
+* before the last input arrives (the first n - size emits), emit k appends
+  input size-1+k as the last slot, takes slot j, and (j not last) puts the new
+  input in j: it takes the input of the latest earlier emit that chose j, or
+  j's first index (`_filling`);
+* then the buffer (with the last input) drains: emit t takes slot j and moves
+  the index in the last slot into j.  The index moved by an emit is what the last slot held, so it
   was moved there by the latest earlier emit that chose that slot, which
   itself moved an index moved by an earlier emit, ...: chains, followed for
   all emits at once by pointer jumping (`_draining`).
@@ -43,12 +43,14 @@ def shuffled_order(n: int, size: int, gen: np.random.Generator, vectorized: bool
     slots = (gen.random(n) * lengths).astype(np.int64)
     if not (n >= VECTORIZED_FROM if vectorized is None else vectorized):
         return _looped(slots, size)
-    filling = max(0, n - size + 1)              # the emits made while inputs remain
+    # the emits before the last input arrives; the one it arrives at (as the last slot of a full buffer,
+    # before the emit takes a slot) is a draining emit: takes a slot, moves the last slot's index into it
+    filling = max(0, n - size)
     if not filling:
         return _draining(slots, None, steps)
     out = np.empty(n, np.int64)
-    buffer = _filling(slots[:filling], size, out[:filling], steps[:filling])
-    out[filling:] = _draining(slots[filling:], buffer, steps[:n - filling])
+    kept = _filling(slots[:filling], size, out[:filling], steps[:filling])
+    out[filling:] = _draining(slots[filling:], np.append(kept, n - 1), steps[:n - filling])
     return out
 
 
@@ -81,8 +83,6 @@ def _filling(slots, size, out, steps):
 def _draining(slots, buffer, steps):
     """The emits with no input left, from `buffer` (None: the identity); `steps` is arange(len(slots))."""
     count = len(slots)
-    if count == 0:                              # a buffer of one: every emit was made while filling
-        return slots
     tails = (count - 1) - steps                 # emit t's last slot, never chosen after emit t
     previous = _previous_choosers(slots, steps)
     # the latest emit before t that chose t's last slot: that slot's last chooser, or the chooser before it

@@ -70,7 +70,12 @@ def normalize(value, what: str = "element"):
 
 def is_flat_tuple(x) -> bool:
     """A plain tuple whose items are all tensors (the common element: no packing needed)."""
-    return type(x) is tuple and all(type(v) is Tensor for v in x)
+    if type(x) is not tuple:
+        return False
+    for v in x:             # a loop, not all(generator): this runs several times per element or batch
+        if type(v) is not Tensor:
+            return False
+    return True
 
 
 def normalize_output(value, what: str):
