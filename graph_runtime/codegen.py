@@ -295,7 +295,8 @@ def can_warn(plan) -> tuple:
     """(can a step make NumPy warn, does a step have side effects).
 
     A step can warn when it touches a float value, holds a body or a generated kernel, or is a scalar
-    operator (NumPy warns on integer overflow of scalars).
+    operator (NumPy warns on integer overflow of scalars), unless its kernel says it never does
+    (`never_warns`: a numexpr kernel computes without NumPy's ufunc loops, which are what warn).
     """
     warns = effects = False
     for step in plan.steps:
@@ -303,7 +304,7 @@ def can_warn(plan) -> tuple:
             continue
         op = step.op
         effects = effects or has_side_effects(op)
-        if not warns:
+        if not warns and not getattr(step.kernel, "never_warns", False):
             warns = (op._opdef.extra.get("lower") is not None or bool(attr_subgraphs(op._attrs)) or
                      any(t._dtype.np_dtype.kind in "fc" for t in (*op._inputs, *op._outputs)) or
                      (len(step.outputs) == 1 and operator_symbol(op, step.kernel, step.attrs) is not None))

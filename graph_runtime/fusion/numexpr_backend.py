@@ -338,6 +338,7 @@ def build(program, shapes: dict, scalars: Optional[dict] = None) -> Optional[Cal
     fn.source = f"# numexpr: {st.text()}\n" + src
     fn.expression = st.text()
     fn.stages = len(st.stages)
+    fn.never_warns = True     # numexpr's virtual machine computes: no NumPy ufunc loop, so no NumPy warning
     if len(st.stages) == 1 and shapes[program.outputs[0]]:
         # one compiled call: a plan may make it itself, under the lock (`codegen.emit_steps`), one frame less
         cx, inlined = compiled[0]

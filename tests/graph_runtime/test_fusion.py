@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -119,6 +120,28 @@ def test_numexpr_constants_as_operands_when_they_cannot_be_compiled_in(monkeypat
         assert_bitwise(ref, got)
     finally:
         fusion.clear_caches()
+
+
+def test_numexpr_only_plan_has_no_warning_guard_and_gives_ieee_values_with_warnings_as_errors():
+    if not numexpr_backend.available():
+        pytest.skip("numexpr not installed")
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float32, (4,), name="x")
+        y = ek.exp(x / (x - x)) * 2.0
+    xv = np.array([1.0, 0.0, -1.0, 3e38], np.float32)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        want = np.exp(xv / (xv - xv)) * np.float32(2)
+    results = {}
+    for numexpr in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            _, got, _, plan = fused_and_reference(g, {x: xv}, [y], numexpr=numexpr)
+        results[numexpr] = got[0]
+        assert fused_kernels(plan)[0].strategy == ("numexpr" if numexpr else "numpy")
+        assert ("RuntimeWarning" in plan.source) is not numexpr     # NumPy kernels keep the guard
+    assert_bitwise([want], [results[False]])
+    np.testing.assert_array_equal(results[True], want)      # IEEE values (nan, inf, 0), no error
 
 
 def test_numexpr_switched_off(monkeypatch):
