@@ -35,6 +35,10 @@ parts on `eager.parallel`'s pool like the NumPy bodies they replace; numba's
 own threading (`parallel=True`) is not used, so there is no second pool to
 oversubscribe the cores.
 
+`jit(fn)` compiles a function the same way (no disk cache) for
+`graph_runtime.fusion.native_backend`, which generates the arithmetic loops
+of big fused kernels.
+
 Imports numpy, `eager.switches` and the standard library (numba lazily, when a kernel is first needed).
 """
 from __future__ import annotations
@@ -110,6 +114,13 @@ def _kernel(name: str):
             if fn is None:
                 fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
     return fn
+
+
+def jit(fn):
+    """`fn` compiled by numba when first called (callers check `available()` first): nopython, releasing the
+    GIL, NumPy's error model for floats (x / 0 is inf or nan, never an exception), no fast-math (no reassociation,
+    no fused multiply-add: each operation rounds as NumPy's does), not cached on disk (`fn` may be generated)."""
+    return _state["numba"].njit(nogil=True, error_model="numpy")(fn)
 
 
 # ------------------------------------------------------------------ the kernels (numba compiles these)

@@ -5,7 +5,8 @@
   opaque kernel) and its numexpr template.
 - `program.py`: the expression program (`Program`, `ProgramBuilder`, `interpret`).
 - `cost.py`: the cost model choosing numexpr / straight-line NumPy / chunked.
-- `numpy_backend.py`, `numexpr_backend.py`: kernel generators.
+- `numpy_backend.py`, `numexpr_backend.py`: kernel generators; `native_backend.py`: the arithmetic of big
+  chunked kernels as numba loops (optional `[native]` extra; promoted when hot, same bits).
 - `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
   compiled (per run-time shape when static shapes are unknown); thread autotuning.
 - `options.py`: settings (`options(enabled=False)` per thread, `set_options` process-wide).

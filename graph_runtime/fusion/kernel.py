@@ -17,6 +17,11 @@ Generated kernels are shared (`shared_kernel`) by all programs with the same
 signature, input shapes and options: an unrolled loop's identical groups call
 one function.
 
+A chunked kernel of at least `NATIVE_MIN_ELEMENTS` elements is wrapped in
+`Promoting`: at its `PROMOTE_AFTER`-th call, with numba installed, it tries
+its compiled variant (native_backend.py) and keeps it if the bits match and
+it measures faster.
+
 Large chunked kernels may split their chunk range across the kernel pool
 (`eager.parallel`: one thread per core, shared with the convolution and
 pooling kernels; NumPy releases the GIL inside ufunc loops).  Whether that pays depends on the
@@ -41,7 +46,7 @@ import numpy as np
 from eager import parallel
 from eager.registry import op
 
-from . import numexpr_backend
+from . import native_backend, numexpr_backend
 from .cost import choose
 from .numpy_backend import build_chunked, build_straight, chunk_layout, run_serial
 from .options import FusionOptions, get_options
@@ -49,6 +54,8 @@ from .program import interpret
 
 MAX_DYNAMIC_KERNELS = 32
 THREAD_MIN_ELEMENTS = 1 << 20
+NATIVE_MIN_ELEMENTS = 1 << 20     # a chunked kernel this big may promote to compiled loops (`Promoting`)
+PROMOTE_AFTER = 8                 # ... at its 8th call: tests and examples never pay numba's start-up
 
 
 def _kernel(*arrays, program):
@@ -164,6 +171,9 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
     if choice.strategy == "chunked":
         straight = build_straight(program, shapes)
         chunked = build_chunked(program, shapes, layout_box[-1], straight)
+        if choice.elements >= NATIVE_MIN_ELEMENTS:
+            layout = layout_box[-1]
+            chunked = Promoting(chunked, lambda: native_backend.build(program, shapes, layout))
         serial = _bind_runner(chunked, run_serial)
         threads = opts.threads if opts.threads is not None else min(parallel.cores(), 8)
         if threads > 1 and choice.elements >= THREAD_MIN_ELEMENTS:
@@ -183,6 +193,81 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
     except AttributeError:  # pragma: no cover - plain functions accept attributes
         pass
     return fn
+
+
+class Promoting:
+    """A big chunked kernel that, once called `PROMOTE_AFTER` times, tries its compiled variant
+    (native_backend.py: the arithmetic runs as numba loops; only with the `[native]` extra) and keeps it
+    if it measures faster.
+
+    At the promoting call the variant is built (numba's start-up and compile: seconds, once) and run beside
+    the NumPy kernel on that call's inputs: it is kept only if every output is bitwise equal.  The next
+    calls alternate between the two, `SAMPLES` timings each, and the lower median runs from then on.  A
+    kernel of a process that never calls it that often never imports numba."""
+
+    SAMPLES = 3
+
+    def __init__(self, chunked: Callable, make_native: Callable):
+        self.fn = self.numpy = chunked
+        self.source = chunked.source
+        self.make_native = make_native
+        self.native = None
+        self.calls = 0
+        self.times: tuple = ([], [])       # the NumPy kernel's, the native one's
+        self.state = "numpy"               # "numpy" -> ("trial" ->) "settled"
+        self._lock = threading.Lock()
+
+    def __call__(self, run, *arrays):
+        if self.state != "settled":
+            self.calls += 1
+            if self.state == "trial":
+                return self._timed(run, arrays)
+            if self.calls >= PROMOTE_AFTER:
+                return self._promote(run, arrays)
+        return self.fn(run, *arrays)
+
+    def _promote(self, run, arrays):
+        with self._lock:
+            if self.state != "numpy":
+                return self.fn(run, *arrays)
+            self.state = "settled"
+            want = self.numpy(run, *arrays)
+            native = self.make_native()
+            if native is not None and _same_bits(want, native(run_serial, *arrays)):
+                self.native = native
+                self.state = "trial"
+            return want
+
+    def _timed(self, run, arrays):
+        k = self.calls % 2
+        t0 = time.perf_counter()
+        res = (self.numpy, self.native)[k](run, *arrays)
+        self.times[k].append(time.perf_counter() - t0)
+        if min(len(t) for t in self.times) >= self.SAMPLES and self.state == "trial":
+            faster = statistics.median(self.times[1]) < statistics.median(self.times[0])
+            self.fn = self.native if faster else self.numpy
+            self.state = "settled"
+        return res
+
+
+def _same_bits(a, b) -> bool:
+    """Equal dtypes, shapes and bits, NaN at the same places (any NaN equals any NaN: the fusion's documented
+    equality; a NaN's sign may differ)."""
+    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        x, y = np.asarray(x), np.asarray(y)
+        if x.dtype != y.dtype or x.shape != y.shape:
+            return False
+        if x.dtype.kind == "f":
+            nan = np.isnan(x)
+            if not np.array_equal(nan, np.isnan(y)):
+                return False
+            x, y = x[~nan], y[~nan]
+        if x.tobytes() != y.tobytes():
+            return False
+    return True
 
 
 def _bind_runner(chunked: Callable, run: Callable) -> Callable:
