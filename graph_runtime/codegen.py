@@ -42,12 +42,16 @@ ufunc, 15x faster (loop counters and conditions).  (The one difference: NumPy
 warns on integer overflow of scalars, where the ufunc on 0-d arrays wraps
 silently; the wrapped value is the same.)
 
+Transposed products: a MatMul with transposes whose operands are known to be
+2-D is emitted as `np.matmul(a.T, b)` (the specialized kernel's own call,
+without its Python frame).
+
 The pieces are shared with generated While loops (control_flow/loop_plan.py):
 `Emitter` (closure bindings), `emit_steps` (the step lines of a plan over given
 registers), `return_items` (the expressions a plan returns), `build` (exec the
 source and fill the plan's fields).
 
-Imports `numpy`, `eager` (fp_semantics, registry, variables), `op_traits` and `operation`.
+Imports `numpy`, `eager` (fp_semantics, ops.linalg, registry, variables), `op_traits` and `operation`.
 """
 from __future__ import annotations
 
@@ -57,6 +61,7 @@ from typing import Callable
 import numpy as np
 
 from eager import fp_semantics
+from eager.ops.linalg import TRANSPOSED_PRODUCTS
 from eager.registry import attr_keywords
 from eager.variables import read_kernel
 
@@ -163,6 +168,8 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
         if sym is not None:
             a, b = [_scalar_reg(v, consts, reg, em, scalars) for v in step.inputs]
             call = f"{a} {sym} {b}"
+        elif _is_2d_product(step):
+            call = _product_call(step, [reg[v] for v in step.inputs], em)
         else:
             args = [reg[v] for v in step.inputs]
             if direct is not None:
@@ -198,6 +205,20 @@ def _direct_call(em: Emitter, direct, args: list) -> str:
     `direct.lock`): a one-call numexpr kernel (fusion/numexpr_backend.py) costs one Python frame less."""
     parts = [args[a] if type(a) is int else em.bind("c", a) for a in direct.args]
     return f"{em.bind('k', direct.fn, share=True)}({', '.join(parts)})"
+
+
+def _is_2d_product(step) -> bool:
+    return (step.kernel in TRANSPOSED_PRODUCTS and not step.attrs and len(step.inputs) == 2
+            and all(t._shape.rank == 2 for t in step.op._inputs))
+
+
+def _product_call(step, args: list, em: Emitter) -> str:
+    """`np.matmul(a.T, b)` for a MatMul with transposes on operands known to be 2-D: the same product as
+    its specialized kernel's `swapaxes(-1, -2)`, without that kernel's Python frame and method calls
+    (a While gradient runs three such products per iteration)."""
+    flags = TRANSPOSED_PRODUCTS[step.kernel]
+    a, b = (f"{x}.T" if t else x for x, t in zip(args, flags))
+    return f"{em.bind('_mm', np.matmul, share=True)}({a}, {b})"
 
 
 def _scalar_reg(vid, consts, reg, em, scalars) -> str:

@@ -93,6 +93,9 @@ def _matmul_tab(a, b):
 # `swapaxes` method is `np.swapaxes`)
 _SPECIALIZED = {(False, False): np.matmul, (True, False): _matmul_ta, (False, True): _matmul_tb,
                 (True, True): _matmul_tab}
+# the transposes each specialized kernel applies: a generated plan whose operands are known to be 2-D writes
+# `np.matmul(a.T, b)` inline instead (graph_runtime/codegen.py; `.T` of a 2-D array is its `swapaxes(-1, -2)`)
+TRANSPOSED_PRODUCTS = {kernel: flags for flags, kernel in _SPECIALIZED.items() if any(flags)}
 
 MATMUL = op("MatMul", _matmul_kernel, _infer_matmul, _g_matmul,
             extra={"specialize": lambda a: _SPECIALIZED[bool(a.get("transpose_a")), bool(a.get("transpose_b"))]})

@@ -20,7 +20,10 @@ shared pieces of `graph_runtime.codegen`:
         return (v0, v1, None)
 
 so an iteration costs its kernel calls and nothing else: no plan calls, no
-argument tuples, no result tuples.  A body's `ta.read(i) @ W` on a captured
+argument tuples, no result tuples.  A counted loop (`v < N` on an integer
+loop variable stepped by one, counter.py) runs `for t in range(...)` instead:
+no condition on NumPy scalars per iteration, and, where the counter is only a
+read index, no step either (reads take `t`).  A body's `ta.read(i) @ W` on a captured
 TensorArray and weight (an RNN's step input) takes its row from products
 computed a block of rows at a time (row_products.py: same bits, one stacked
 matmul per block instead of a read and a matmul call per iteration).  Loop variables live in `v*`, captures in
@@ -45,7 +48,7 @@ from __future__ import annotations
 from .. import deadline
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
-from . import row_products
+from . import counter, row_products
 from .plans import body_plan, cached
 
 
@@ -107,50 +110,78 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     names = [f"v{j}" for j in range(n)] + [f"x{k}" for k in range(n_caps)]
     inputs = {j: name for j, name in enumerate(names)}
     signature = names[:n] + (["lim"] if has_max else []) + names[n:]
+    count = counter.find(cplan, bplan, n)
     lines: list = []
     if has_max:
         lines.append(("lim = int(lim)", None))
-    if has_max or save:
+    if (has_max and count is None) or save:
         lines.append(("i = 0", None))
     if save:
         lines.append(("hist = []", None))
     # the step's deadline and abort signal (deadline.py): read once per loop run, checked each iteration
     # when there is a deadline (an abort signal always comes with one)
     lines.append((f"dl, ab = {em.bind('_dlstate', deadline.state)}()", None))
-    lines.append(("while True:", None))
     inner: list = []
     inner.append((f"if dl is not None and ({em.bind('_mono', deadline.monotonic)}() > dl or "
                   f"(ab is not None and ab.why is not None)): "
                   f"raise {em.bind('_dlstop', deadline.stopped)}(ab, 'While loop', 'While')", None))
-    if has_max:
-        inner.append(("if i >= lim: break", None))
-    # cond: every input is kept (the body reads them next)
-    creg = dict(inputs)
-    inner.extend(emit_steps(cplan, em, creg, regs, keep=frozenset(creg)))
-    cres = creg[cplan.returns[0].vid]
-    inner.append((f"if not {cres}: break", None))
-    if cres.startswith("r"):
-        regs.free.append(cres)
-    # body: loop variables may be overwritten once dead, captures never
+    if count is None:
+        lines.append(("while True:", None))
+        inner.extend(_cond_lines(cplan, em, inputs, regs, has_max))
+    else:
+        lines.extend(_counted_head(count, has_max))
+    # body: loop variables may be overwritten once dead, captures (and a substituted counter) never
     breg = dict(inputs)
+    keep = set(range(n, n + n_caps))
+    if count is not None and count.substitute:
+        breg[count.var] = "t"
+        keep.add(count.var)
     offset = len(cplan.steps)
     rewrite, init = _row_products(bplan, em, inputs, range(n, n + n_caps))
+    if count is not None and count.substitute:
+        rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
     lines[-1:-1] = [(text, None) for text in init]
-    body = emit_steps(bplan, em, breg, regs, keep=frozenset(range(n, n + n_caps)), rewrite=rewrite)
+    body = emit_steps(bplan, em, breg, regs, keep=frozenset(keep), rewrite=rewrite)
     inner.extend((text, None if si is None else si + offset) for text, si in body)
     items = return_items(bplan, em, breg)
     if save:
         saved = items[n:]
         inner.append((f"hist.append(({', '.join(saved)}{',' if len(saved) == 1 else ''}))", None))
-    moved = [(v, item) for v, item in zip(names[:n], items[:n]) if v != item]
+    moved = [(v, item) for j, (v, item) in enumerate(zip(names[:n], items[:n]))
+             if v != item and not (count is not None and count.substitute and j == count.var)]
     if moved:
         inner.append((f"{', '.join(v for v, _ in moved)} = {', '.join(item for _, item in moved)}", None))
-    if has_max or save:
+    if (has_max and count is None) or save:
         inner.append(("i += 1", None))
     lines.extend(("    " + text, si) for text, si in inner)
+    if count is not None and count.substitute:
+        lines.append((f"if t0 < end: v{count.var} = {em.bind('_ct', count.scalar_type)}(end - 1) + "
+                      f"{em.bind('s', count.one)}", None))
     variant = f"(i, hist, {em.bind('a', saved_names)})" if save else "None"
     lines.append((f"return ({''.join(v + ', ' for v in names[:n])}{variant},)", None))
     # the steps are listed for error mapping only (their deps index their own plans): not interpretable
     plan = Plan(Schedule(tuple(cplan.feeds), tuple(cplan.steps) + tuple(bplan.steps), {}, (), "tuple", 0))
     build(plan, em, ", ".join(signature), lines, fn_name="loop")
     return plan
+
+
+def _cond_lines(cplan: Plan, em: Emitter, inputs: dict, regs: Registers, has_max: bool) -> list:
+    """The lines of a general loop's iteration head: the iteration limit, the cond's steps, the exit."""
+    lines = [("if i >= lim: break", None)] if has_max else []
+    # cond: every input is kept (the body reads them next)
+    creg = dict(inputs)
+    lines.extend(emit_steps(cplan, em, creg, regs, keep=frozenset(creg)))
+    cres = creg[cplan.returns[0].vid]
+    lines.append((f"if not {cres}: break", None))
+    if cres.startswith("r"):
+        regs.free.append(cres)
+    return lines
+
+
+def _counted_head(count, has_max: bool) -> list:
+    """A counted loop's head (counter.py): the range of the counter, capped by `maximum_iterations`."""
+    lines = [(f"t0 = int(v{count.var}); end = {int(count.stop)}", None)]
+    if has_max:
+        lines.append(("end = min(end, t0 + lim)", None))
+    lines.append(("for t in range(t0, end):", None))
+    return lines

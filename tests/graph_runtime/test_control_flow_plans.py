@@ -67,7 +67,8 @@ def test_rnn_body_is_fused_and_results_match_eager_numpy_and_function(index):
     assert report is not None and report.changes("fusion") == 3          # AddV2, AddV2, Tanh -> one kernel
     assert [s.op.type for s in plan.steps].count("FusedElementwise") == 1
     (loop,) = compiled_plans(body, "loop")
-    assert "while True:" in loop.source and "plan(" not in loop.source.split("def loop")[1]
+    # a counted loop (control_flow/counter.py): `t < 7` stepped by one runs over a range
+    assert "for t in range(t0, end):" in loop.source and "plan(" not in loop.source.split("def loop")[1]
 
 
 def test_body_constants_are_folded_and_duplicates_merged():

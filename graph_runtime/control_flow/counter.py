@@ -1,0 +1,110 @@
+"""A While whose condition is `v < N` on an integer loop variable that the body steps by one: a counted loop.
+
+`find(cplan, bplan, n)` recognizes it in a While's cond and body plans and
+returns a `Counter`; the generated loop (loop_plan.py) then runs the body
+`for t in range(start, end)` instead of evaluating the condition on NumPy
+scalars each iteration:
+
+    t0 = int(v0); end = 100                   # end = min(end, t0 + lim) with maximum_iterations
+    for t in range(t0, end):
+        ...                                    # body steps; reads at index v0 take `t` (substituted)
+    if t0 < end: v0 = _ct(end - 1) + s3        # the counter's last step, as the body computed it
+
+The counter `v` must be a rank-0 int32/int64 loop variable, `N` a constant of
+its dtype, and the body's result for `v` the step `v + 1` (AddV2 with a
+constant 1 of the same dtype).  The iterations are the same: the condition
+holds exactly for `start <= t < N`, and `maximum_iterations` caps their
+number as the `i >= lim` check did (a negative limit runs none).
+
+When the body uses `v` only as a TensorArray read's index (`TensorListGetItem`,
+which takes any integer) and to step it, and nothing saves `v` or its step,
+`substitute` is True: the body reads Python's `t` and the step is not computed
+per iteration; the loop's output is computed once after the loop, the same
+NumPy scalar of the same value and dtype as `v + 1` gave (no overflow: the
+last step is `N - 1 + 1`).  Otherwise the body keeps `v` and its step as they
+are and only the condition is replaced.
+
+Imports `numpy` and `eager.tensor_array`.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from eager.tensor_array import GET_ITEM
+
+_INTS = ("int32", "int64")
+_STEPS = ("AddV2", "Add")
+
+
+class Counter(NamedTuple):
+    var: int              # the loop variable's index (its value id in both plans)
+    stop: int             # N
+    step_index: int       # the body step computing `v + 1`
+    one: object           # the step's constant 1 (a NumPy scalar of the counter's dtype)
+    scalar_type: type     # the counter's NumPy scalar type
+    substitute: bool      # the body reads `t` and the step is computed once after the loop
+
+
+def _live_steps(plan):
+    return [(si, s) for si, s in enumerate(plan.steps) if not s.noop]
+
+
+def _int_scalar(t) -> bool:
+    return t.dtype.name in _INTS and t.shape.rank == 0
+
+
+def find(cplan, bplan, n: int) -> Optional[Counter]:
+    """The counted-loop description of a While's cond and body plans (module docstring), or None."""
+    steps = _live_steps(cplan)
+    if len(steps) != 1 or len(cplan.returns) != 1:
+        return None
+    _, less = steps[0]
+    if (less.op.type != "Less" or less.kernel is not np.less or less.attrs or len(less.inputs) != 2
+            or cplan.returns[0].kind != "value" or cplan.returns[0].vid != less.outputs[0]):
+        return None
+    var, limit = less.inputs
+    if var >= n or limit not in cplan.consts or not all(_int_scalar(t) for t in less.op.inputs):
+        return None
+    dtype = less.op.inputs[0].dtype
+    if less.op.inputs[1].dtype is not dtype:
+        return None
+    found = _step_of(bplan, var, dtype)
+    if found is None:
+        return None
+    si, one = found
+    return Counter(var, int(np.asarray(cplan.consts[limit])), si, one, dtype.as_numpy_dtype,
+                   _substitutable(bplan, var, si))
+
+
+def _step_of(bplan, var: int, dtype):
+    """`(step index, constant 1)` of the body step computing the counter's next value `var + 1`, or None."""
+    ret = bplan.returns[var] if var < len(bplan.returns) else None
+    if ret is None or ret.kind != "value" or ret.copy:
+        return None
+    for si, step in _live_steps(bplan):
+        if ret.vid not in step.outputs:
+            continue
+        if (step.op.type not in _STEPS or step.kernel is not np.add or step.attrs or len(step.inputs) != 2
+                or step.inputs[0] != var or step.inputs[1] not in bplan.consts
+                or not all(_int_scalar(t) and t.dtype is dtype for t in (*step.op.inputs, *step.op.outputs))):
+            return None
+        one = np.asarray(bplan.consts[step.inputs[1]])[()]
+        return (si, one) if one == 1 else None
+    return None
+
+
+def _substitutable(bplan, var: int, step_index: int) -> bool:
+    """The body uses the counter only as read indices and for its step, and returns neither again."""
+    step_out = bplan.steps[step_index].outputs[0]
+    for si, step in _live_steps(bplan):
+        if si == step_index:
+            continue
+        if step_out in step.inputs:
+            return False
+        if var in step.inputs and (step.op.type != GET_ITEM.name or list(step.inputs).index(var) != 1
+                                   or step.inputs.count(var) != 1):
+            return False
+    uses = [r for r in bplan.returns if r.kind == "value" and r.vid in (var, step_out)]
+    return len(uses) == 1 and uses[0] is bplan.returns[var]

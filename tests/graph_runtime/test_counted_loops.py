@@ -1,0 +1,119 @@
+"""Counted While loops (`t < N`, `t + 1`: control_flow/counter.py) run over a Python range, with the same
+results as the general loop (the same program with its condition written `N > t`), as eager execution, and
+as `@function`: the loop variables' values and dtypes, the reads' errors, `maximum_iterations`, gradients."""
+import numpy as np
+import pytest
+
+import eager as ek
+import graph_runtime as gr
+from eager.errors import InvalidArgumentError
+from graph_runtime.control_flow.plans import compiled_plans
+from tracing import function
+
+RNG = np.random.default_rng(5)
+XS = RNG.standard_normal((8, 3, 4)).astype(np.float32)
+WX = (RNG.standard_normal((4, 5)) * 0.3).astype(np.float32)
+WH = (RNG.standard_normal((5, 5)) * 0.3).astype(np.float32)
+
+
+def rnn(xs, start, stop, dtype="int32", counted=True, max_iter=None, use_t=False):
+    """`h = tanh(ta.read(t) @ Wx + h @ Wh)` for t from `start` while `t < stop` (or `stop > t`, which is
+    not a counted loop); with `use_t` the body also scales by t (the counter is not only an index)."""
+    ta = ek.TensorArray("float32", size=xs.shape[0]).unstack(xs)
+
+    def cond(t, h):
+        return t < stop if counted else ek.greater(ek.constant(stop, dtype), t)
+
+    def body(t, h):
+        h = ek.tanh(ek.matmul(ta.read(t), WX) + ek.matmul(h, WH))
+        if use_t:
+            h = h * ek.cast(t, "float32")
+        return t + 1, h
+    return ek.while_loop(cond, body, [ek.constant(start, dtype), ek.zeros((3, 5))], maximum_iterations=max_iter)
+
+
+def session_run(**kw):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float32", XS.shape)
+        t, h = rnn(x, **kw)
+    with gr.Session(graph=g) as sess:
+        out = sess.run([t, h], {x: XS})
+    body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    (loop,) = compiled_plans(body, "loop")
+    return out, loop.source
+
+
+def check_same(got, want):
+    (t1, h1), (t2, h2) = got, want
+    assert np.asarray(t1).dtype == np.asarray(t2).dtype and int(t1) == int(t2)
+    np.testing.assert_array_equal(h1, h2)
+
+
+@pytest.mark.parametrize("start, stop, max_iter", [(0, 8, None), (3, 7, None), (9, 7, None), (7, 7, None),
+                                                    (0, 8, 3), (2, 8, 0), (2, 8, -1), (5, 8, 100)])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_counted_loop_matches_general_loop_eager_and_function(start, stop, max_iter, dtype):
+    kw = dict(start=start, stop=stop, dtype=dtype, max_iter=max_iter)
+    got, source = session_run(**kw)
+    assert "for t in range(t0, end):" in source
+    general, gsource = session_run(counted=False, **kw)
+    assert "while True:" in gsource
+    check_same(got, general)
+    eager_t, eager_h = rnn(ek.constant(XS), **kw)
+    check_same(got, (eager_t.numpy(), eager_h.numpy()))
+    fn_t, fn_h = function(lambda x: rnn(x, **kw))(XS)
+    check_same(got, (np.asarray(fn_t), np.asarray(fn_h)))
+
+
+def test_counter_used_as_a_value_keeps_its_steps():
+    got, source = session_run(start=1, stop=6, use_t=True)
+    assert "for t in range(t0, end):" in source and "v0 + " in source       # v0 stepped as before
+    check_same(got, session_run(start=1, stop=6, use_t=True, counted=False)[0])
+    t, h = rnn(ek.constant(XS), start=1, stop=6, use_t=True)
+    check_same(got, (t.numpy(), h.numpy()))
+
+
+def test_counted_loop_gradients_equal_the_general_loops():
+    def grads(counted):
+        g = gr.Graph()
+        with g.as_default():
+            x = gr.placeholder("float32", XS.shape)
+            wx, wh = ek.constant(WX), ek.constant(WH)
+            ta = ek.TensorArray("float32", size=XS.shape[0]).unstack(x)
+
+            def body(t, h):
+                return t + 1, ek.tanh(ek.matmul(ta.read(t), wx) + ek.matmul(h, wh))
+            cond = (lambda t, h: t < 8) if counted else (lambda t, h: ek.greater(ek.constant(8), t))
+            _, h = ek.while_loop(cond, body, [ek.constant(0), ek.zeros((3, 5))])
+            dw = gr.gradients(ek.reduce_sum(h), [wx, wh])
+        with gr.Session(graph=g) as sess:
+            return sess.run(dw, {x: XS})
+    for a, b in zip(grads(True), grads(False)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_loops_that_are_not_counted_run_the_general_loop():
+    def source(cond, step):
+        g = gr.Graph()
+        with g.as_default():
+            out = ek.while_loop(cond, lambda i, v: (i + step, v * 2.0), [ek.constant(0), ek.constant(1.0)])
+        with gr.Session(graph=g) as sess:
+            got = sess.run(out)
+        body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+        return got, compiled_plans(body, "loop")[0].source
+    got, src = source(lambda i, v: i < 7, 2)                       # stepped by two
+    assert "while True:" in src and got[0] == 8 and got[1] == 16.0
+    got, src = source(lambda i, v: i <= 6, 1)                      # another comparison
+    assert "while True:" in src and got[0] == 7 and got[1] == 128.0
+    got, src = source(lambda i, v: i < 6, 1)
+    assert "for t in range(t0, end):" in src and got[0] == 6 and got[1] == 64.0
+
+
+def test_a_read_past_the_end_raises_the_reads_error_in_a_counted_loop():
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float32", XS.shape)
+        out = rnn(x, start=5, stop=10)
+    with gr.Session(graph=g) as sess, pytest.raises(InvalidArgumentError, match="TensorListGetItem.*index 8"):
+        sess.run(out, {x: XS})
