@@ -23,7 +23,9 @@ so an iteration costs its kernel calls and nothing else: no plan calls, no
 argument tuples, no result tuples.  A counted loop (`v < N` on an integer
 loop variable stepped by one, counter.py) runs `for t in range(...)` instead:
 no condition on NumPy scalars per iteration, and, where the counter is only a
-read index, no step either (reads take `t`).  A body's `ta.read(i) @ W` on a captured
+read index, no step either (reads take `t`).  A matrix product that only a
+fused kernel reads is computed into a scratch buffer allocated once per run
+(scratch_products.py: `np.dot` with `out=`, same bits).  A body's `ta.read(i) @ W` on a captured
 TensorArray and weight (an RNN's step input) takes its row from products
 computed a block of rows at a time (row_products.py: same bits, one stacked
 matmul per block instead of a read and a matmul call per iteration).  Loop variables live in `v*`, captures in
@@ -48,7 +50,7 @@ from __future__ import annotations
 from .. import deadline
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
-from . import counter, row_products
+from . import counter, row_products, scratch_products
 from .plans import body_plan, cached
 
 
@@ -138,6 +140,9 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
         keep.add(count.var)
     offset = len(cplan.steps)
     rewrite, init = _row_products(bplan, em, inputs, range(n, n + n_caps))
+    scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, skip=rewrite)
+    rewrite.update(scratch_rewrite)
+    init += scratch
     if count is not None and count.substitute:
         rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
     lines[-1:-1] = [(text, None) for text in init]
