@@ -22,7 +22,10 @@ which takes any integer) and to step it, and nothing saves `v` or its step,
 per iteration; the loop's output is computed once after the loop, the same
 NumPy scalar of the same value and dtype as `v + 1` gave (no overflow: the
 last step is `N - 1 + 1`).  Otherwise the body keeps `v` and its step as they
-are and only the condition is replaced.
+are and only the condition is replaced.  Either way, a read at index `v` from
+a captured buffer takes `buffer[t]` directly when the loop's whole range is
+inside the buffer (`rd`, checked once before the loop; else the read's kernel,
+which raises the read's error), the same view as the kernel returns.
 
 Imports `numpy` and `eager.tensor_array`.
 """
@@ -45,6 +48,23 @@ class Counter(NamedTuple):
     one: object           # the step's constant 1 (a NumPy scalar of the counter's dtype)
     scalar_type: type     # the counter's NumPy scalar type
     substitute: bool      # the body reads `t` and the step is computed once after the loop
+
+
+def reads(bplan, var: int, captured) -> dict:
+    """{step index: buffer value id} of the body's TensorArray reads at the counter `var` from a buffer
+    among the `captured` value ids (fixed for the whole loop)."""
+    return {si: step.inputs[0] for si, step in _live_steps(bplan)
+            if step.op.type == GET_ITEM.name and len(step.inputs) == 2 and step.inputs[1] == var
+            and step.inputs[0] in captured}
+
+
+def fast_read(line: str, buffer: str) -> str:
+    """A read's line taking row `t` of `buffer` directly when the loop checked that every index it will
+    read is in range (`rd`), the same view as the read's kernel returns; else the kernel's line."""
+    if " = " not in line:
+        return line
+    target, call = line.split(" = ", 1)
+    return f"{target} = {buffer}[t] if rd else {call}"
 
 
 def _live_steps(plan):

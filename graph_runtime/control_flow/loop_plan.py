@@ -68,9 +68,10 @@ def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize
     return cached(body_g, key, make)
 
 
-def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range):
+def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, counted: dict):
     """`emit_steps` rewrites computing the body's `ta.read(i) @ W` products a block of rows at a time
-    (row_products.py), and the lines setting up their state before the loop."""
+    (row_products.py), and the lines setting up their state before the loop.  `counted`: {read step
+    index: buffer register} of a counted loop's reads at its counter (they index by `t`)."""
     rewrite: dict = {}
     init: list = []
     uses: dict = {}
@@ -91,7 +92,9 @@ def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range):
         only_use = uses.get(bplan.steps[gi].outputs[0], 0) == 1
 
         def read(line, regs_in, targets, q=q, only_use=only_use, gi=gi):
-            return [(f"{q} = {regs_in[1]}" + ("" if only_use else f"; {line}"), gi)]
+            index, buf = ("t", counted[gi]) if gi in counted else (regs_in[1], None)
+            full = line if buf is None else counter.fast_read(line, buf)
+            return [(f"{q} = {index}" + ("" if only_use else f"; {full}"), gi)]
 
         def product(line, regs_in, targets, q=q, pq=pq, pn=pn, pz=pz, gi=gi, si=si, buf=inputs[buf]):
             return [(f"if not ({q} == {pn} and {pq}): {pq}, {pn}, {pz} = {rows}({buf}, {regs_in[1]}, {q}, {pn}, "
@@ -139,7 +142,15 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
         breg[count.var] = "t"
         keep.add(count.var)
     offset = len(cplan.steps)
-    rewrite, init = _row_products(bplan, em, inputs, range(n, n + n_caps))
+    captured = range(n, n + n_caps)
+    counted = {} if count is None else {gi: inputs[b] for gi, b in counter.reads(bplan, count.var, captured).items()}
+    rewrite, init = _row_products(bplan, em, inputs, captured, counted)
+    for gi, buf in counted.items():
+        if gi not in rewrite:
+            rewrite[gi] = lambda line, regs_in, targets, gi=gi, buf=buf: [(counter.fast_read(line, buf), gi)]
+    if counted:
+        bounds = " and ".join(f"end <= {b}.shape[0]" for b in sorted(set(counted.values())))
+        init.append(f"rd = t0 >= 0 and {bounds}")
     scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, skip=rewrite)
     rewrite.update(scratch_rewrite)
     init += scratch

@@ -117,3 +117,44 @@ def test_a_read_past_the_end_raises_the_reads_error_in_a_counted_loop():
         out = rnn(x, start=5, stop=10)
     with gr.Session(graph=g) as sess, pytest.raises(InvalidArgumentError, match="TensorListGetItem.*index 8"):
         sess.run(out, {x: XS})
+
+
+def read_twice(xs, start, stop, counted=True, product=True):
+    """A body whose read is used by the product (unless not `product`) and again, so the read itself runs,
+    not only its row's product: its row is taken directly when the loop's range is inside the buffer."""
+    ta = ek.TensorArray("float32", size=xs.shape[0]).unstack(xs)
+
+    def body(t, h):
+        x_t = ta.read(t)
+        z = ek.matmul(h, WH) + (ek.matmul(x_t, WX) if product else 0.0)
+        return t + 1, ek.tanh(z) + ek.reduce_sum(x_t)
+    cond = (lambda t, h: t < stop) if counted else (lambda t, h: ek.greater(ek.constant(stop), t))
+    return ek.while_loop(cond, body, [ek.constant(start), ek.zeros((3, 5))])
+
+
+def run_read_twice(**kw):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float32", XS.shape)
+        out = read_twice(x, kw.pop("start"), kw.pop("stop"), **kw)
+    with gr.Session(graph=g) as sess:
+        got = sess.run(out, {x: XS})
+    body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    return got, compiled_plans(body, "loop")[0].source
+
+
+@pytest.mark.parametrize("product", [True, False])
+@pytest.mark.parametrize("start, stop", [(0, 8), (2, 5), (6, 6)])
+def test_reads_in_range_take_the_row_directly(start, stop, product):
+    got, source = run_read_twice(start=start, stop=stop, product=product)
+    assert "[t] if rd else" in source
+    check_same(got, run_read_twice(start=start, stop=stop, counted=False, product=product)[0])
+    t, h = read_twice(ek.constant(XS), start, stop, product=product)
+    check_same(got, (t.numpy(), h.numpy()))
+
+
+@pytest.mark.parametrize("product", [True, False])
+@pytest.mark.parametrize("start, stop, index", [(5, 10, 8), (-1, 3, -1)])
+def test_reads_out_of_range_raise_the_reads_error(start, stop, index, product):
+    with pytest.raises(InvalidArgumentError, match=f"TensorListGetItem.*index {index}"):
+        run_read_twice(start=start, stop=stop, product=product)
