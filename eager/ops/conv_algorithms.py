@@ -18,11 +18,10 @@ reference):
   im2col buffer; `taps` one GEMM per tap over its slab.
 
 Large buffers are built a batch chunk at a time (at most COLS_BYTES each), so
-memory stays bounded whatever the batch.  The im2col buffers and padded
-copies never leave a kernel, so they live in per-thread scratch memory
-reused from call to call (`padded`, `_scratch`): fresh multi-megabyte
-arrays on every call cost page faults (measured: about a third of an eager
-CNN step's CPU time went to the kernel zeroing new pages).  The copies into the im2col buffer
+memory stays bounded whatever the batch.  Padded copies and im2col buffers
+live in per-thread scratch memory reused from call to call (`padded`,
+`_scratch`: fresh multi-megabyte arrays cost page faults), except a
+Conv2D's whole columns, which `conv_columns` keeps for its filter gradient.  The copies into the im2col buffer
 and col2im's scatter-adds are memory-bound: big ones run in batch parts on
 both cores (`eager.parallel.for_range`); the GEMMs between them stay on the
 calling thread, where OpenBLAS uses its own threads.  Where the BLAS library
@@ -38,7 +37,8 @@ benchmarks/bench_cnn.py) and caches the pick per shape.  The pick depends on
 shapes only, never on timings taken at run time, so a program gives the same
 bits on every run.  `forced(...)` overrides the pick (tests, benchmarks).
 
-Imports: numpy, `eager.parallel`, `eager.blas_threads`, `eager.native` and `windows` (geometry helpers).
+Imports: numpy, `eager.parallel`, `eager.blas_threads`, `eager.native`, `eager.buffers`, `conv_columns` and
+`windows` (geometry helpers).
 """
 from __future__ import annotations
 
@@ -49,10 +49,11 @@ import threading
 import numpy as np
 
 from .. import blas_threads, buffers, native, parallel
+from . import conv_columns
 from .windows import crop, padded_shape, slab, window_view
 
 ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transpose"), "filter": ("gemm", "taps")}
-COLS_BYTES = 4 << 20           # largest im2col buffer built at once (a batch chunk at a time beyond it)
+COLS_BYTES = 16 << 20          # largest im2col buffer built at once (a batch chunk at a time beyond it)
 SCRATCH_BYTES = 16 << 20       # scratch buffers up to this size are kept for reuse (per thread and slot)
 SPLIT_MIN_BYTES = 1 << 20      # an im2col buffer at least this big has its GEMMs split over the cores
 PART_BYTES = 1 << 20          # im2col buffer per batch part when split (smaller parts cost more CPU)
@@ -220,20 +221,22 @@ def _run_parts(part, parts):
         parallel.for_parts(part, len(parts))
 
 
-def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop):
+def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop, own=False):
     """im2col of images [start, stop) of the padded input: [(stop-start)*oh*ow, kh*kw*C], one copy.
 
     With one input channel the columns are built transposed, [kh*kw, rows], and returned as its
     transpose: each tap's slab is then one contiguous run (its rows), where the [rows, kh*kw] layout
     writes every slab with a stride of kh*kw elements (measured 1.3-1.7x slower for the whole forward
     kernel, GEMM included; the GEMMs take the transposed operand as it is, no copy).
+    `own`: in memory of its own (`eager.buffers`, to be kept by `conv_columns`), not this thread's scratch.
     """
     c = xp.shape[3]
     view = window_view(xp[start:stop], oh, ow, kh, kw, strides, dilations)
     if kh == kw == 1 and view[:, :, :, 0, 0, :].flags.c_contiguous:
         return view.reshape(-1, c)                  # a 1x1 stride-1 convolution: already im2col
+    alloc = buffers.empty if own else functools.partial(_scratch, "cols")
     if c == 1:
-        buf = _scratch("cols", (kh, kw) + view.shape[:3], xp.dtype)
+        buf = alloc((kh, kw) + view.shape[:3], xp.dtype)
 
         def copy_slabs(lo, hi):
             for i in range(kh):
@@ -241,11 +244,8 @@ def _cols(xp, oh, ow, kh, kw, strides, dilations, start, stop):
                     buf[i, j, lo:hi] = view[lo:hi, :, :, i, j, 0]
         parallel.for_range(copy_slabs, stop - start, 2 * buf.nbytes)
         return buf.reshape(kh * kw, -1).T
-    buf = _scratch("cols", view.shape, xp.dtype)
-
-    def copy(lo, hi):
-        np.copyto(buf[lo:hi], view[lo:hi])
-    parallel.for_range(copy, stop - start, 2 * buf.nbytes)
+    buf = alloc(view.shape, xp.dtype)
+    parallel.for_range(lambda lo, hi: np.copyto(buf[lo:hi], view[lo:hi]), stop - start, 2 * buf.nbytes)
     return buf.reshape(-1, kh * kw * c)
 
 
@@ -261,11 +261,12 @@ def _padded_part(x, pad, s, e):
     return x[s:e] if pad is None else padded(x[s:e], *pad)
 
 
-def forward(name, xp, f, oh, ow, strides, dilations, pad=None):
+def forward(name, xp, f, oh, ow, strides, dilations, pad=None, keep=False):
     """Conv2D of the padded input `xp` [N, Hp, Wp, C] with `f` [kh, kw, C, O] -> [N, oh, ow, O].
 
     With `pad` = (before, after), `xp` is the unpadded input and is padded here: a part at a time when
-    the GEMMs are split (each thread pads its own images, in cache), else at once.
+    the GEMMs are split (each thread pads its own images, in cache), else at once.  `keep`: leave the
+    columns (when built whole) to `conv_columns` for the filter gradient.
     """
     kh, kw, c, o = f.shape
     n = xp.shape[0]
@@ -280,9 +281,15 @@ def forward(name, xp, f, oh, ow, strides, dilations, pad=None):
                           out=out[s:e].reshape(-1, o))
             _run_parts(part, parts)
             return out
+        x, key = xp, (oh, ow, kh, kw, strides, dilations, pad)
+        keep = (keep and (kh, kw) != (1, 1) and n * oh * ow * kh * kw * c * xp.dtype.itemsize <= COLS_BYTES
+                and conv_columns.enabled())         # 1x1: the columns are a view, nothing to keep
         xp = _padded_part(xp, pad, 0, n)
-        for s, e in _chunks(xp, oh, ow, kh, kw):
-            np.matmul(_cols(xp, oh, ow, kh, kw, strides, dilations, s, e), fm, out=out[s:e].reshape(-1, o))
+        for s, e in _chunks(xp, oh, ow, kh, kw):    # whole when kept (then in memory of its own)
+            cols = _cols(xp, oh, ow, kh, kw, strides, dilations, s, e, own=keep)
+            np.matmul(cols, fm, out=out[s:e].reshape(-1, o))
+        if keep:
+            conv_columns.keep(x, key, cols)
         return out
     xp = _padded_part(xp, pad, 0, n)
     out = buffers.zeros((n, oh, ow, o), xp.dtype)
@@ -372,6 +379,9 @@ def backprop_filter(name, xp, f_shape, dy, strides, dilations, pad=None):
             for i in range(1, len(parts)):      # added in part order: the same bits whoever ran the parts
                 acc += sums[i]
             return acc.reshape(f_shape)
+        cols = conv_columns.find(xp, (oh, ow, kh, kw, strides, dilations, pad))
+        if cols is not None:                        # the forward's own columns, the same bytes
+            return (cols.T @ dy.reshape(-1, o)).reshape(f_shape)
         xp = _padded_part(xp, pad, 0, n)
         acc = None
         for s, e in _chunks(xp, oh, ow, kh, kw):

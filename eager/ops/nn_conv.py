@@ -51,7 +51,8 @@ def _conv2d_kernel(x, f, strides, padding, dilations):
     if not x.size or not f.size or not gh[0] or not gw[0]:
         return np.zeros((x.shape[0], gh[0], gw[0], f.shape[3]), dtype=x.dtype)
     name = _choose("forward", x.shape, f.shape, gh, gw, strides)
-    return algos.forward(name, x, f, gh[0], gw[0], strides, dilations, pad=((gh[1], gw[1]), (gh[2], gw[2])))
+    return algos.forward(name, x, f, gh[0], gw[0], strides, dilations, pad=((gh[1], gw[1]), (gh[2], gw[2])),
+                         keep=True)
 
 
 def _conv2d_input_kernel(input_sizes, f, dy, strides, padding, dilations):
