@@ -37,6 +37,10 @@ def execute(opdef, inputs, attrs, name=None):
             if opdef.effect == "write":      # never run twice: NumPy's warnings off up front
                 with _fp.ignoring():
                     out = opdef.kernel(*[t._value for t in inputs], **attrs)
+            elif len(inputs) == 2:       # the common arities without building an argument list
+                out = opdef.kernel(inputs[0]._value, inputs[1]._value, **attrs)
+            elif len(inputs) == 1:
+                out = opdef.kernel(inputs[0]._value, **attrs)
             else:
                 out = opdef.kernel(*[t._value for t in inputs], **attrs)
         except Exception as e:

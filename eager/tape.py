@@ -14,11 +14,12 @@ import warnings
 
 import numpy as np
 
+from . import context as _context
 from . import nest, tape_state
 from .backprop import backprop
 from .convert import constant, convert_to_tensor
 from .errors import InvalidArgumentError
-from .ops.array import ones_like, reshape, stack, zeros, zeros_like
+from .ops.array import ONES_LIKE, ones_like, reshape, stack, zeros, zeros_like
 from .tensor import Tensor
 
 
@@ -40,6 +41,13 @@ def _unconnected(value) -> str:
         raise ValueError(f"unconnected_gradients must be UnconnectedGradients.NONE or .ZERO ('none' or 'zero'), "
                          f"got {value!r}")
     return value
+
+
+def _seed(target):
+    """ones_like(target), the default output gradient (OnesLike is never recorded: not differentiable)."""
+    if type(target) is Tensor and _context.executing_eagerly():
+        return Tensor(ONES_LIKE.kernel(target._value))
+    return ones_like(target)
 
 
 def _warn_not_floating(source) -> None:
@@ -160,7 +168,7 @@ class GradientTape:
                 t = target_reads.setdefault(id(t), t.value())
             targets.append(convert_to_tensor(t))
         if output_gradients is None:
-            tgrads = [ones_like(t) for t in targets]
+            tgrads = [_seed(t) for t in targets]
         else:
             tgrads = [convert_to_tensor(g, dtype=t.dtype) for g, t in zip(nest.flatten(output_gradients), targets)]
             if len(tgrads) != len(targets):

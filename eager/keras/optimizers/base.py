@@ -55,8 +55,13 @@ from ...ops import math as _m
 from ...ops.clipping import keras_clip_by_global_norm, keras_clip_by_norm
 from ...ops.linalg import clip_by_value
 from ...tensor import Tensor
-from ...variables import Variable
+from ...variables import ASSIGN_ADD, Variable
 from .schedules import LearningRateSchedule, deserialize, serialize
+
+
+# eager constants of every step (eager tensors are immutable: one object serves every step)
+_EAGER_ZERO_F64 = Tensor(np.array(0.0, np.float64))
+_EAGER_ONE_I64 = Tensor(np.array(1, np.int64))
 
 
 def _is_var(x) -> bool:
@@ -279,18 +284,22 @@ class Optimizer:
         grads = self._clip([g if isinstance(g, Tensor) else convert_to_tensor(g, v.dtype) for g, v in pairs])
         fused_counter = self._fused_counter and not eager and len(pairs) == 1
         if eager:
-            t = constant(int(self.iterations.numpy()) + 1, "int64")
+            t = Tensor(np.array(int(self.iterations.numpy()) + 1, np.int64))
         else:
             t = _m.add(self.iterations.value(), constant(1, "int64"))
         hyper = {k: var.value() for k, var in self._hyper.items()}
         hyper["lr"] = self._current_lr()
         if hyper.get("weight_decay") is None:
-            hyper["weight_decay"] = constant(0.0, "float64")
+            hyper["weight_decay"] = _EAGER_ZERO_F64 if eager else constant(0.0, "float64")
         self._before_updates(t, hyper, [v for _, v in pairs])
         updates = [self._apply(g, v, t, hyper, self.iterations if fused_counter else None)
                    for g, (_, v) in zip(grads, pairs)]
         if not fused_counter:
-            updates.append(self.iterations.assign_add(constant(1, "int64")))
+            if eager:      # what `assign_add(1)` runs eagerly (AssignAdd is never recorded: not differentiable)
+                execute(ASSIGN_ADD, (_EAGER_ONE_I64,), {"var": self.iterations})
+                updates.append(self.iterations)
+            else:
+                updates.append(self.iterations.assign_add(constant(1, "int64")))
         return updates
 
     def _before_updates(self, t, hyper, variables):
