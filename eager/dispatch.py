@@ -41,6 +41,8 @@ def execute(opdef, inputs, attrs, name=None):
                 out = opdef.kernel(inputs[0]._value, inputs[1]._value, **attrs)
             elif len(inputs) == 1:
                 out = opdef.kernel(inputs[0]._value, **attrs)
+            elif not inputs:             # variable reads
+                out = opdef.kernel(**attrs)
             else:
                 out = opdef.kernel(*[t._value for t in inputs], **attrs)
         except Exception as e:
