@@ -387,6 +387,18 @@ def _files(path):
     return sorted(os.path.relpath(os.path.join(d, f), path) for d, _, fs in os.walk(path) for f in fs)
 
 
+def test_a_default_for_an_unknown_argument_is_refused_at_load(saved_dir, tmp_path_factory):
+    """A flipped byte in a default's name ("k" -> "j", which the fuzz test below found) left `k` without its
+    default, so a call that relied on it matched no saved signature; now the load refuses the file."""
+    d = _copy(saved_dir, str(tmp_path_factory.mktemp("t") / "m"))
+    full = os.path.join(d, "graphjit_saved.json")
+    raw = open(full, "rb").read()
+    at = raw.index(b'"defaults": {') + raw[raw.index(b'"defaults": {'):].index(b'"k"') + 1
+    open(full, "wb").write(raw[:at] + b"j" + raw[at + 1:])
+    with pytest.raises(SavedModelError, match="default for 'j', which is not one of its arguments"):
+        load(d)
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzz_truncated_and_flipped_files(saved_dir, tmp_path_factory, data):

@@ -296,6 +296,9 @@ def load(path: str) -> Loaded:
                 raise SavedModelError(f"{path}: function {name}: arg_names must be strings")
             defaults = {}
             for k, enc in _field(entry, "defaults", dict, f"{path}: function {name}").items():
+                if k not in arg_names:      # a damaged name would leave its parameter without its default
+                    raise SavedModelError(f"{path}: function {name} has a default for {fmt._short(k)}, which is "
+                                          f"not one of its arguments {arg_names}")
                 defaults[k] = fmt.decode_structure(enc, _no_leaf, f"{path}: function {name} default {fmt._short(k)}")
             recs = _field(entry, "concrete_functions", list, f"{path}: function {name}")
             if not recs:
