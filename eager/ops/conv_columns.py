@@ -16,16 +16,20 @@ differ and the gradient builds its columns again.  The check reads x twice
 the same bytes either way and the GEMM is the same call.
 
 Entries are process-wide (the filter gradient may run on another thread
-than the forward), the most recent `ENTRIES`, only columns the forward built
-whole (`conv_algorithms.COLS_BYTES`: the filter gradient then builds them whole too, with the same
-GEMM call as on a find); the columns live in `eager.buffers` memory, recycled once an entry is
-dropped and nobody reads them.  `set_enabled(False)` or `GRAPHJIT_CONV_COLUMNS=0` turns keeping off.
+than the forward): the most recent `ENTRIES` whose input some array still
+holds (an entry whose input only it holds is dropped on the next `keep`:
+its step is over), and only columns the forward built whole
+(`conv_algorithms.COLS_BYTES`: the filter gradient then builds them whole
+too, with the same GEMM call as on a find).  The columns live in
+`eager.buffers` memory, recycled once an entry is dropped and nobody reads
+them.  `set_enabled(False)` or `GRAPHJIT_CONV_COLUMNS=0` turns keeping off.
 
 Imports numpy, `eager.buffers` and `eager.switches`.
 """
 from __future__ import annotations
 
 import collections
+import sys
 import threading
 
 import numpy as np
@@ -65,9 +69,24 @@ def keep(x: np.ndarray, key: tuple, cols: np.ndarray) -> None:
     np.copyto(copy, x)
     with _lock:
         _entries.pop(id(x), None)
+        for k in [k for k, entry in _entries.items() if _unused(entry)]:
+            del _entries[k]                     # its input is dead everywhere else: no gradient will ask
         _entries[id(x)] = (key, x, copy, cols)
         while len(_entries) > ENTRIES:
             _entries.popitem(last=False)
+
+
+def _unused(entry) -> bool:
+    """Whether only this entry still holds its input array (the step that made it is over)."""
+    return sys.getrefcount(entry[1]) <= _ENTRY_REFS
+
+
+def _entry_refs() -> int:
+    entry = ((), np.empty(1), None, None)
+    return sys.getrefcount(entry[1])            # the tuple and the argument, as `_unused` sees it
+
+
+_ENTRY_REFS = _entry_refs()
 
 
 def find(x: np.ndarray, key: tuple):

@@ -100,3 +100,12 @@ def test_settings_are_checked(monkeypatch):
     monkeypatch.setenv("GRAPHJIT_CONV_COLUMNS", "0")
     conv_columns.set_enabled(None)
     assert not conv_columns.enabled()
+
+
+def test_entries_of_dead_inputs_are_dropped_when_the_next_forward_keeps():
+    f = RNG.standard_normal((3, 3, 2, 2)).astype(np.float32)
+    for _ in range(3):                              # each step's input dies with the step
+        ek.nn.conv2d(ek.constant(RNG.standard_normal((1, 5, 5, 2)).astype(np.float32)), f, 1, "SAME")
+    held = ek.constant(RNG.standard_normal((1, 5, 5, 2)).astype(np.float32))
+    ek.nn.conv2d(held, f, 1, "SAME")
+    assert len(conv_columns._entries) == 1         # only the input still alive
