@@ -35,6 +35,8 @@ from graph_runtime.passes import optimize
 from tracing import TensorSpec, function, load, save
 from tracing.save import format as fmt
 
+from manifest_crafting import resealed
+
 
 def _payloads(marker: str) -> list:
     code = f"__import__('pathlib').Path({marker!r}).write_text('x')"
@@ -288,11 +290,12 @@ def test_saved_function_strings_never_run(saved, tmp_path):
             # the four most different payloads reach them through tracing.load
             cases = _cases(doc, payloads) if rel == fmt.MANIFEST else _cases(doc, payloads[:4], cold=1)
             for path, mode, text in cases:
-                _overwrite(full, json.dumps(_replace(doc, path, mode, text)).encode())
+                crafted = json.dumps(_replace(doc, path, mode, text)).encode()
+                _overwrite(full, resealed(crafted) if rel == fmt.MANIFEST else crafted)
                 if rel != fmt.MANIFEST:           # a crafted file: its checksum is made to match
                     m = json.loads(original[fmt.MANIFEST])
                     m["files"][rel] = fmt.sha256_file(full)
-                    _overwrite(mpath, json.dumps(m).encode())
+                    _overwrite(mpath, resealed(json.dumps(m).encode()))
                 with _deadline(20, lambda: f"{rel}: {mode} at {path}: {text!r}"):
                     outcome = _load_and_call(work)
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1
@@ -432,11 +435,11 @@ def test_malformed_saved_directories_raise_only_saved_model_error(saved, tmp_pat
     original_graph = open(gpath, "rb").read()
 
     def write(path, data: bytes):
-        _overwrite(path, data)
+        _overwrite(path, resealed(data) if path == mpath else data)
         if path != mpath:
             m = json.loads(original_manifest)
             m["files"][rel] = fmt.sha256_file(gpath)
-            _overwrite(mpath, json.dumps(m).encode())
+            _overwrite(mpath, resealed(json.dumps(m).encode()))
 
     cases = [(path, b, what) for path, original in ((mpath, original_manifest), (gpath, original_graph))
              for b, what in ((b"\xff" + original, "not UTF-8"), (b"[" * 5000 + b"]" * 5000, "5,000 deep"))]

@@ -23,6 +23,8 @@ import tracing
 from tracing import SavedModelError, TensorSpec, function, load, restore_checkpoint, save, save_checkpoint
 from tracing.save import format as fmt
 
+from manifest_crafting import resealed
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MODEL_SRC = textwrap.dedent('''
@@ -394,9 +396,35 @@ def test_a_default_for_an_unknown_argument_is_refused_at_load(saved_dir, tmp_pat
     full = os.path.join(d, "graphjit_saved.json")
     raw = open(full, "rb").read()
     at = raw.index(b'"defaults": {') + raw[raw.index(b'"defaults": {'):].index(b'"k"') + 1
-    open(full, "wb").write(raw[:at] + b"j" + raw[at + 1:])
-    with pytest.raises(SavedModelError, match="default for 'j', which is not one of its arguments"):
+    flipped = raw[:at] + b"j" + raw[at + 1:]
+    open(full, "wb").write(flipped)
+    with pytest.raises(SavedModelError, match="does not match its own SHA-256"):     # damage: caught whole
         load(d)
+    open(full, "wb").write(resealed(flipped))
+    with pytest.raises(SavedModelError, match="default for 'j', which is not one of its arguments"):   # crafted
+        load(d)
+
+
+def test_the_manifest_checksums_itself(saved_dir, tmp_path):
+    """Every byte of the manifest is covered: a changed value that still parses, a removed or renamed digest
+    field, are refused; a manifest of version 1 (written before the digest existed) is read without one."""
+    path = os.path.join(saved_dir, fmt.MANIFEST)
+    m = json.load(open(path))
+    assert m["version"] == 2 and m[fmt.MANIFEST_DIGEST] == fmt.manifest_digest(m)
+    for change in (lambda m: m["object"].update(type="Other"), lambda m: m.pop(fmt.MANIFEST_DIGEST),
+                   lambda m: m.update(manifest_sha25g=m.pop(fmt.MANIFEST_DIGEST))):
+        d = _copy(saved_dir, str(tmp_path / f"c{len(os.listdir(tmp_path))}"))
+        bad = json.load(open(os.path.join(d, fmt.MANIFEST)))
+        change(bad)
+        json.dump(bad, open(os.path.join(d, fmt.MANIFEST), "w"))
+        with pytest.raises(SavedModelError, match="does not match its own SHA-256"):
+            load(d)
+    d = _copy(saved_dir, str(tmp_path / "v1"))
+    old = json.load(open(os.path.join(d, fmt.MANIFEST)))
+    old["version"] = 1
+    del old[fmt.MANIFEST_DIGEST]
+    json.dump(old, open(os.path.join(d, fmt.MANIFEST), "w"))
+    assert load(d) is not None
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -428,11 +456,12 @@ def test_fuzz_mutated_json_with_valid_checksums(saved_dir, tmp_path_factory, dat
         paths = list(_paths(obj))
         path = data.draw(st.sampled_from(paths))
         obj = _mutate(obj, path, copy.deepcopy(data.draw(_JSON_VALUES)))   # copy: sampled values are shared
-    json.dump(obj, open(full, "w"))
+    crafted = json.dumps(obj).encode()
+    open(full, "wb").write(resealed(crafted) if rel == fmt.MANIFEST else crafted)
     if rel != fmt.MANIFEST:
         m = json.load(open(os.path.join(d, fmt.MANIFEST)))
         m["files"][rel] = fmt.sha256_file(full)
-        json.dump(m, open(os.path.join(d, fmt.MANIFEST), "w"))
+        open(os.path.join(d, fmt.MANIFEST), "wb").write(resealed(json.dumps(m).encode()))
     _check_loads_and_runs_or_documented_error(d, crafted=True)
 
 
@@ -443,7 +472,7 @@ def test_load_never_unpickles(tmp_path, saved_dir):
         np.savez(f, v0=np.array([object()], dtype=object), v1=np.array(0, np.int32))
     m = json.load(open(os.path.join(d, fmt.MANIFEST)))
     m["files"][fmt.VARIABLES_FILE] = fmt.sha256_file(vpath)
-    json.dump(m, open(os.path.join(d, fmt.MANIFEST), "w"))
+    open(os.path.join(d, fmt.MANIFEST), "wb").write(resealed(json.dumps(m).encode()))
     with pytest.raises(SavedModelError, match="cannot be read|Object arrays|not stored as plain data"):
         load(d)
 

@@ -21,6 +21,12 @@ JSON by `encode_structure` / `decode_structure`:
 Namedtuples come back as `collections.namedtuple` types built from the stored
 name and field names (data, not code).  Every file is covered by a SHA-256 in
 the manifest, so a corrupted file is reported as such before it is parsed.
+The manifest covers itself too (version 2 on): `manifest_sha256` is the
+SHA-256 of its content without that field, as canonical JSON (sorted keys,
+no spaces).  A flipped byte that still parsed used to be read as it came:
+a default's or an argument's name or value changed, so a call failed to
+match or, with several saved signatures, ran another one.  Version 1
+manifests (written before) are read without it.
 
 Directories are written next to their destination and put in place by one
 atomic rename or swap (`atomic_directory`), so neither a failed save nor a
@@ -54,8 +60,9 @@ import numpy as np
 from eager.train.tensor_file import fsync_directory
 
 FORMAT = "graphjit.SavedFunctions"
-VERSION = 1
+VERSION = 2                    # 2: the manifest carries its own SHA-256 (MANIFEST_DIGEST)
 MANIFEST = "graphjit_saved.json"
+MANIFEST_DIGEST = "manifest_sha256"
 CHECKPOINT_FORMAT = "graphjit.Checkpoint"
 CHECKPOINT_MANIFEST = "graphjit_checkpoint.json"
 VARIABLES_FILE = "variables.npz"
@@ -190,6 +197,20 @@ def write_json(path: str, data, pretty: bool = True) -> None:
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def manifest_digest(manifest: dict) -> str:
+    """SHA-256 of `manifest` without its own digest field, as canonical JSON: the same for the dict a saver
+    holds and the dict a loader parses (a round trip through JSON first: tuples become lists, keys strings)."""
+    body = json.loads(json.dumps({k: v for k, v in manifest.items() if k != MANIFEST_DIGEST}, allow_nan=False))
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def seal_manifest(manifest: dict) -> dict:
+    """`manifest` with its digest set (the last step before it is written)."""
+    manifest[MANIFEST_DIGEST] = manifest_digest(manifest)
+    return manifest
 
 
 def write_arrays(path: str, arrays: dict) -> str:

@@ -316,5 +316,5 @@ def save(obj, path: str) -> str:
             fmt.write_json(os.path.join(tmp, *rel.split("/")), gd, pretty=False)
             manifest["files"][rel] = fmt.sha256_file(os.path.join(tmp, *rel.split("/")))
         manifest["files"][fmt.VARIABLES_FILE] = fmt.write_arrays(os.path.join(tmp, fmt.VARIABLES_FILE), arrays)
-        fmt.write_json(os.path.join(tmp, fmt.MANIFEST), manifest)
+        fmt.write_json(os.path.join(tmp, fmt.MANIFEST), fmt.seal_manifest(manifest))
     return os.path.abspath(path)
