@@ -46,9 +46,9 @@ def execute(opdef, inputs, attrs, name=None):
             else:
                 out = opdef.kernel(*[t._value for t in inputs], **attrs)
         except Exception as e:
-            if not isinstance(e, RuntimeWarning) or opdef.effect == "write":
+            if not isinstance(e, _fp.RAISED) or opdef.effect == "write":
                 raise _eager_error(opdef, inputs, attrs, e)
-            try:        # a NumPy warning turned into an error: NaN and inf are values (fp_semantics.py)
+            try:        # a NumPy warning turned into an error, or np.errstate's "raise": NaN and inf are values
                 out = _fp.rerun_quietly(e, opdef.kernel, *[t._value for t in inputs], **attrs)
             except Exception as e2:
                 raise _eager_error(opdef, inputs, attrs, e2)

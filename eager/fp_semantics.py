@@ -27,7 +27,9 @@ silently.  graphjit does the same in every mode, through public interfaces of
   NumPy function implemented in Python that a kernel still calls) can still
   meet an "error" filter and raise: then the run is repeated with NumPy's error state set to "ignore"
   (`rerun_quietly`): an eager op (`eager.dispatch.execute`), or a whole plan
-  (the generated plan function catches RuntimeWarning, codegen.generate).  A
+  (the generated plan function catches RuntimeWarning, codegen.generate).
+  The same holds for the `FloatingPointError` NumPy raises when the user's
+  code runs graphjit under `np.errstate(...="raise")` (`RAISED`: both).  A
   rerun is safe only without side effects, so eager ops with effect "write"
   and plans holding such ops run under `ignoring()` from the start.  So do
   threads that run parts of a kernel (threaded fused kernels, parallel
@@ -82,8 +84,13 @@ def is_quiet() -> bool:
     return all(v == "ignore" for k, v in np.geterr().items() if k != "under")
 
 
+# what NumPy's floating-point checks raise: a RuntimeWarning turned into an error by a warnings filter, or a
+# FloatingPointError under np.errstate(...="raise")
+RAISED = (RuntimeWarning, FloatingPointError)
+
+
 def rerun_quietly(exc: BaseException, fn, *args, **kwargs):
-    """`fn(*args)` again with NumPy's warnings off, after it raised `exc` (a RuntimeWarning turned error).
+    """`fn(*args)` again with NumPy's warnings off, after it raised `exc` (one of `RAISED`).
 
     If the warnings were off already, `exc` did not come from NumPy's floating-point checks: re-raised.
     """

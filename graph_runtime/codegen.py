@@ -303,7 +303,8 @@ def generate(plan, check_feeds: bool = True) -> None:
         # NumPy warnings turned into errors: run again with them off (TensorFlow semantics, eager/fp_semantics.py)
         again = em.bind("_fprq", fp_semantics.rerun_quietly)
         body = ([("try:", None)] + [("    " + t, si) for t, si in body] +
-                [("except RuntimeWarning as __e:", None), (f"    return {again}(__e, plan{', ' if params else ''}{params})",
+                [(f"except {em.bind('_fpraised', fp_semantics.RAISED)} as __e:", None),
+                 (f"    return {again}(__e, plan{', ' if params else ''}{params})",
                                                              None)])
     elif warns:
         # side effects cannot run twice: NumPy's warnings off for the whole run

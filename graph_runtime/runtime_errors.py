@@ -28,7 +28,8 @@ def op_error(op, exc: BaseException) -> BaseException:
     prefix = f"while running op {op.describe()}: "
     if isinstance(exc, OpError):
         cls, msg = type(exc), exc.message
-    elif isinstance(exc, _KERNEL_ERRORS):
+    elif isinstance(exc, _KERNEL_ERRORS) and not isinstance(exc, FloatingPointError):
+        # (np.errstate's "raise" is not an op error: it goes up as it is, to the plan that reruns quietly)
         cls, msg = InvalidArgumentError, f"{op.type}: {exc}"
     else:
         try:

@@ -3,8 +3,9 @@
 A `log(0)`, `0/0`, overflow program runs with every warning turned into an
 error: eagerly, converted, under `@function` (fused with numexpr or NumPy,
 unfused, chunked with threads), in a Session (plain, with inter-op threads,
-traced), inside a while loop and under a gradient tape.  NumPy's own settings
-are left as they were for the user's code.
+traced), inside a while loop and under a gradient tape; and under the user's
+`np.errstate(all="raise")`, with the same values in every mode.  NumPy's own
+settings are left as they were for the user's code.
 """
 import warnings
 
@@ -104,6 +105,21 @@ def test_no_warnings_in_any_mode(mode, fn):
     assert np.geterr() == before
     first = np.asarray(ek.nest.flatten(out)[0])
     assert np.isnan(first).any() or np.isinf(first).any()
+
+
+@pytest.mark.parametrize("fn", [program, looping], ids=["log0-div0-overflow", "while-loop"])
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_same_values_in_every_mode_under_errstate_raise(mode, fn):
+    # np.errstate(all="raise") makes NumPy raise FloatingPointError: eager ops raised it while graph modes
+    # gave the IEEE values; every mode gives the values now, and the user's own NumPy still raises
+    expected = [np.asarray(t) for t in ek.nest.flatten(MODES[mode](fn, X))]
+    with np.errstate(all="raise"):
+        out = [np.asarray(t) for t in ek.nest.flatten(MODES[mode](fn, X))]
+        with pytest.raises(FloatingPointError):
+            np.log(np.zeros(2))
+    for got, want in zip(out, expected):
+        np.testing.assert_array_equal(got, want)
+    assert any(np.isnan(g).any() or np.isinf(g).any() for g in out)
 
 
 def test_no_warnings_under_a_tape_and_user_numpy_still_warns():
