@@ -139,7 +139,7 @@ def test_numexpr_only_plan_has_no_warning_guard_and_gives_ieee_values_with_warni
             _, got, _, plan = fused_and_reference(g, {x: xv}, [y], numexpr=numexpr)
         results[numexpr] = got[0]
         assert fused_kernels(plan)[0].strategy == ("numexpr" if numexpr else "numpy")
-        assert ("RuntimeWarning" in plan.source) is not numexpr     # NumPy kernels keep the guard
+        assert ("except _fpraised" in plan.source) is not numexpr   # NumPy kernels keep the guard
     assert_bitwise([want], [results[False]])
     np.testing.assert_array_equal(results[True], want)      # IEEE values (nan, inf, 0), no error
 
