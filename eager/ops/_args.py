@@ -13,6 +13,8 @@
   possible, or when the inputs or the output would exceed `FOLD_LIMIT`
   elements: checked on the output's static shape before computing).
 - `check_same_dtypes(opname, arrays)`: kernel-side dtype agreement check.
+- `float_tensor(opname, x, arg)` / `numeric_tensor(...)`: an op's input converted,
+  with its dtype kind checked (the `nn` ops).
 
 Never reads the value of a symbolic tensor.  Imports the eager core, conversion and the
 primitives it stacks with (`_pack`, `cast`).
@@ -155,3 +157,21 @@ def merge_dim(a, b, opname: str, detail: str):
     if b is None or a == b:
         return a
     raise InvalidArgumentError(f"{opname}: {detail}", op_name=opname)
+
+
+def float_tensor(opname, x, arg="features"):
+    """`x` as a tensor, which must be floating-point (InvalidArgumentError naming `opname` and `arg`)."""
+    t = convert_to_tensor(x)
+    if not t.dtype.is_floating:
+        raise InvalidArgumentError(f"{opname}: {arg} must be a floating-point tensor, got {t.dtype.name} "
+                                   f"(shape {t.shape})", op_name=opname)
+    return t
+
+
+def numeric_tensor(opname, x, arg="features"):
+    """`x` as a tensor, which must be numeric (InvalidArgumentError naming `opname` and `arg`)."""
+    t = convert_to_tensor(x)
+    if not t.dtype.is_numeric:
+        raise InvalidArgumentError(f"{opname}: {arg} must be a numeric tensor, got {t.dtype.name}",
+                                   op_name=opname)
+    return t

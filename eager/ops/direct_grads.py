@@ -21,7 +21,8 @@ from ..tensor import Tensor
 from ._define import is_known_zero, sum_to_shape
 from .linalg import MATMUL
 from .math import ADD, MUL, NEG, SUB
-from .nn import RELU, RELU_GRAD, XENT
+from .nn import RELU, RELU_GRAD
+from .nn_softmax import XENT
 from .reduction import MEAN, REDUCE_GRAD, SUM
 
 
@@ -105,7 +106,7 @@ def _reduce_grad(mean):
 
 
 def xent_grad(op, dloss, gg):
-    """`nn._g_xent` in its usual case: the logits' gradient only (labels are data) and none reaching the
+    """`nn_softmax._g_xent` in its usual case: the logits' gradient only (labels are data) and none reaching the
     `backprop` output: ExpandDims of dloss, then Mul by `backprop`."""
     skip = getattr(op, "skip_input_indices", ())
     dl, bp = dloss._value, op.outputs[1]._value

@@ -8,10 +8,11 @@ pass, as TensorFlow does).  Activation gradients go through small `*Grad`
 primitives (`ReluGrad(dy, y) = dy * (y > 0)`), each with its own gradient rule,
 so second derivatives work and the eager hot path stays one kernel per op.
 Composites (`relu6`, `sigmoid_cross_entropy_with_logits`, `dropout`,
-`softplus`, `silu`) are plain Python over public ops.  Convolution and pooling
-live in `nn_conv.py` and `nn_pool.py` and are re-exported here.
+`softplus`, `silu`) are plain Python over public ops.  Softmax and the
+softmax cross entropies live in `nn_softmax.py`, convolution and pooling in
+`nn_conv.py` and `nn_pool.py`; all are re-exported here.
 
-Imports: numpy, the eager core, `math`, `reduction`, `array`, `random`.
+Imports: numpy, the eager core, `math`, `array`, `random` and the `nn_*` modules.
 """
 from __future__ import annotations
 
@@ -26,35 +27,20 @@ from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
 from . import random as _random
-from ._args import static_int
-from ._define import EMPTY, infer_same, infer_same_float, is_known_zero, normalize_axis
-from .array import expand_dims, shape as shape_of, sum_to_like
+from ._args import float_tensor, numeric_tensor
+from ._define import EMPTY, infer_same, infer_same_float
+from .array import shape as shape_of, sum_to_like
 from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, minimum, multiply, negative,
                    reciprocal, sigmoid, subtract, tanh)
 from .nn_conv import conv2d, conv2d_transpose
 from .nn_pool import avg_pool2d, max_pool2d
-from .reduction import reduce_sum
+from .nn_softmax import (log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401 - tf.nn names
+                         sparse_softmax_cross_entropy_with_logits)
 
 __all__ = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "softplus", "silu", "softmax",
            "log_softmax", "softmax_cross_entropy_with_logits", "sparse_softmax_cross_entropy_with_logits",
            "sigmoid_cross_entropy_with_logits", "bias_add", "dropout", "l2_loss", "conv2d", "conv2d_transpose",
            "max_pool2d", "avg_pool2d"]
-
-
-def _float_tensor(opname, x, arg="features"):
-    t = convert_to_tensor(x)
-    if not t.dtype.is_floating:
-        raise InvalidArgumentError(f"{opname}: {arg} must be a floating-point tensor, got {t.dtype.name} "
-                                   f"(shape {t.shape})", op_name=opname)
-    return t
-
-
-def _numeric_tensor(opname, x, arg="features"):
-    t = convert_to_tensor(x)
-    if not t.dtype.is_numeric:
-        raise InvalidArgumentError(f"{opname}: {arg} must be a numeric tensor, got {t.dtype.name}",
-                                   op_name=opname)
-    return t
 
 
 # ------------------------------------------------------------------ activations
@@ -134,7 +120,7 @@ def relu(features, name=None):
     """max(features, 0)."""
     if type(features) is Tensor and features._value.dtype.kind in "fiu":      # eager fast path: numeric
         return execute(RELU, (features,), EMPTY, name)
-    return execute(RELU, (_numeric_tensor("Relu", features),), EMPTY, name)
+    return execute(RELU, (numeric_tensor("Relu", features),), EMPTY, name)
 
 
 def relu6(features, name=None):
@@ -144,232 +130,31 @@ def relu6(features, name=None):
 
 def leaky_relu(features, alpha=0.2, name=None):
     """features where positive, else alpha * features."""
-    return execute(LEAKY_RELU, (_float_tensor("LeakyRelu", features),), {"alpha": float(alpha)}, name)
+    return execute(LEAKY_RELU, (float_tensor("LeakyRelu", features),), {"alpha": float(alpha)}, name)
 
 
 def elu(features, name=None):
     """features where positive, else exp(features) - 1."""
-    return execute(ELU, (_float_tensor("Elu", features),), EMPTY, name)
+    return execute(ELU, (float_tensor("Elu", features),), EMPTY, name)
 
 
 def softplus(features, name=None):
     """log(1 + exp(features)), computed stably as relu(x) + log1p(exp(-|x|)) (composite)."""
-    x = _float_tensor("Softplus", features)
+    x = float_tensor("Softplus", features)
     return add(relu(x), log1p(exp(negative(_abs(x)))), name=name)
 
 
 def silu(features, name=None):
     """features * sigmoid(features) (a.k.a. swish; composite)."""
-    x = _float_tensor("Silu", features)
+    x = float_tensor("Silu", features)
     return multiply(x, sigmoid(x), name=name)
-
-
-# ------------------------------------------------------------------ softmax
-_max_reduce = np.maximum.reduce   # ufunc methods: the same arithmetic as np.max/np.sum, less wrapper overhead
-_sum_reduce = np.add.reduce
-
-
-def _stable_shift(x, axis):
-    return x - _max_reduce(x, axis=axis, keepdims=True, initial=-np.inf)
-
-
-def _softmax_kernel(x, axis):
-    e = np.exp(_stable_shift(x, axis))
-    e /= _sum_reduce(e, axis=axis, keepdims=True)
-    return e
-
-
-def _log_softmax_kernel(x, axis):
-    s = _stable_shift(x, axis)
-    s -= np.log(_sum_reduce(np.exp(s), axis=axis, keepdims=True))
-    return s
-
-
-def _infer_axis_op(specs, attrs):
-    s = specs[0]
-    if s.shape is not None:
-        if len(s.shape) == 0:
-            raise InvalidArgumentError("softmax: logits must have rank >= 1, got a scalar")
-        normalize_axis(attrs["axis"], len(s.shape), "Softmax")
-    return [Spec(s.shape, s.dtype)]
-
-
-def _g_softmax(op, dy):
-    y, axis = op.outputs[0], op.get_attr("axis")
-    return [multiply(y, subtract(dy, reduce_sum(multiply(dy, y), axis=axis, keepdims=True)))]
-
-
-def _g_log_softmax(op, dy):
-    y, axis = op.outputs[0], op.get_attr("axis")
-    return [subtract(dy, multiply(exp(y), reduce_sum(dy, axis=axis, keepdims=True)))]
-
-
-SOFTMAX = op("Softmax", _softmax_kernel, _infer_axis_op, _g_softmax)
-LOG_SOFTMAX = op("LogSoftmax", _log_softmax_kernel, _infer_axis_op, _g_log_softmax)
-
-
-def _axis_attr(opname, t, axis):
-    axis = static_int(axis, "axis", opname)
-    r = t.shape.rank
-    if r is not None:
-        if r == 0:
-            raise InvalidArgumentError(f"{opname}: logits must have rank >= 1, got a scalar", op_name=opname)
-        axis = normalize_axis(axis, r, opname)
-    return {"axis": axis}
-
-
-def softmax(logits, axis=-1, name=None):
-    """exp(logits) / sum(exp(logits), axis), computed stably."""
-    t = _float_tensor("Softmax", logits, "logits")
-    return execute(SOFTMAX, (t,), _axis_attr("Softmax", t, axis), name)
-
-
-def log_softmax(logits, axis=-1, name=None):
-    """logits - log(sum(exp(logits), axis)), computed stably."""
-    t = _float_tensor("LogSoftmax", logits, "logits")
-    return execute(LOG_SOFTMAX, (t,), _axis_attr("LogSoftmax", t, axis), name)
-
-
-# ------------------------------------------------------------------ cross entropies
-def _xent_kernel(labels, logits, axis):
-    shifted = _stable_shift(logits, axis)
-    e = np.exp(shifted)
-    total = _sum_reduce(e, axis=axis, keepdims=True)
-    shifted -= np.log(total)                      # now log-softmax
-    loss = -_sum_reduce(labels * shifted, axis=axis)
-    e /= total                                    # now softmax
-    # the exact gradient also for labels that do not sum to 1 (TensorFlow assumes they do)
-    return np.asarray(loss, dtype=logits.dtype), e * _sum_reduce(labels, axis=axis, keepdims=True) - labels
-
-
-def _infer_xent(specs, attrs):
-    labels, logits = specs
-    if labels.dtype is not logits.dtype:
-        raise InvalidArgumentError(f"SoftmaxCrossEntropyWithLogits: labels ({labels.dtype.name}) and logits "
-                                   f"({logits.dtype.name}) must have the same dtype",
-                                   op_name="SoftmaxCrossEntropyWithLogits")
-    if labels.shape is not None and logits.shape is not None and (
-            len(labels.shape) != len(logits.shape) or
-            any(a is not None and b is not None and a != b for a, b in zip(labels.shape, logits.shape))):
-        raise InvalidArgumentError(f"SoftmaxCrossEntropyWithLogits: labels and logits must have the same shape, "
-                                   f"got {list(labels.shape)} and {list(logits.shape)}",
-                                   op_name="SoftmaxCrossEntropyWithLogits")
-    shape = logits.shape if logits.shape is not None else labels.shape
-    if shape is None:
-        return [Spec(None, logits.dtype), Spec(None, logits.dtype)]
-    axis = attrs["axis"] % len(shape)
-    return [Spec(tuple(d for i, d in enumerate(shape) if i != axis), logits.dtype), Spec(shape, logits.dtype)]
-
-
-def _second_order(gg, logits, axis, labels=None):
-    """Gradients reaching (logits, labels) through the `backprop` output, or None when gg is zero.
-
-    backprop = softmax(logits) * sum(labels) - labels (sum(labels) = 1 for sparse labels).
-    """
-    if is_known_zero(gg):
-        return None
-    sm = softmax(logits, axis=axis)
-    gs = reduce_sum(multiply(gg, sm), axis=axis, keepdims=True)
-    dlogits = multiply(subtract(gg, gs), sm)
-    if labels is None:
-        return dlogits, None
-    return multiply(dlogits, reduce_sum(labels, axis=axis, keepdims=True)), subtract(gs, gg)
-
-
-def _g_xent(op, dloss, gg):
-    labels, logits = op.inputs
-    axis = op.get_attr("axis")
-    skip = getattr(op, "skip_input_indices", ())   # labels are usually data: no gradient wanted
-    d = expand_dims(dloss, axis)
-    dlogits = None if 1 in skip else multiply(d, op.outputs[1])
-    dlabels = None if 0 in skip else multiply(d, negative(log_softmax(logits, axis=axis)))
-    second = _second_order(gg, logits, axis, labels)
-    if second is not None:
-        dlogits = None if 1 in skip else add(dlogits, second[0])
-        dlabels = None if 0 in skip else add(dlabels, second[1])
-    return [dlabels, dlogits]
-
-
-XENT = op("SoftmaxCrossEntropyWithLogits", _xent_kernel, _infer_xent, _g_xent, num_outputs=2,
-          doc="(loss, backprop = softmax(logits) * sum(labels) - labels) along attr `axis`.")
-
-
-def softmax_cross_entropy_with_logits(labels, logits, axis=-1, name=None):
-    """-sum(labels * log_softmax(logits), axis): one loss per example (dense labels)."""
-    if type(logits) is Tensor and type(labels) is Tensor and type(axis) is int:    # eager fast path
-        lv, yv = logits._value, labels._value
-        if lv.dtype.kind == "f" and lv.dtype == yv.dtype and lv.shape == yv.shape and -lv.ndim <= axis < lv.ndim:
-            loss, _ = execute(XENT, (labels, logits), {"axis": axis % lv.ndim}, name)
-            return loss
-    logits = _float_tensor("SoftmaxCrossEntropyWithLogits", logits, "logits")
-    labels = labels if isinstance(labels, Tensor) else convert_to_tensor(labels, dtype=logits.dtype)
-    attrs = _axis_attr("SoftmaxCrossEntropyWithLogits", logits, axis)
-    if not (type(labels) is Tensor and type(logits) is Tensor and labels._value.shape == logits._value.shape
-            and labels._value.dtype == logits._value.dtype):   # eager operands that match need no inference
-        _infer_xent([Spec(labels.shape.dims, labels.dtype), Spec(logits.shape.dims, logits.dtype)], attrs)
-    loss, _ = execute(XENT, (labels, logits), attrs, name)
-    return loss
-
-
-def _sparse_xent_kernel(labels, logits):
-    n = logits.shape[-1]
-    if labels.size and (labels.min() < 0 or labels.max() >= n):
-        bad = labels[(labels < 0) | (labels >= n)].reshape(-1)[0]
-        raise InvalidArgumentError(f"SparseSoftmaxCrossEntropyWithLogits: received a label value of {bad} which "
-                                   f"is outside the valid range of [0, {n})",
-                                   op_name="SparseSoftmaxCrossEntropyWithLogits")
-    logp = _log_softmax_kernel(logits, -1)
-    picked = np.take_along_axis(logp, labels[..., None].astype(np.intp), axis=-1)[..., 0]
-    backprop = np.exp(logp)
-    np.put_along_axis(backprop, labels[..., None].astype(np.intp),
-                      np.take_along_axis(backprop, labels[..., None].astype(np.intp), axis=-1) - 1, axis=-1)
-    return np.asarray(-picked, dtype=logits.dtype), backprop
-
-
-def _infer_sparse_xent(specs, attrs):
-    labels, logits = specs
-    name = "SparseSoftmaxCrossEntropyWithLogits"
-    if not labels.dtype.is_integer:
-        raise InvalidArgumentError(f"{name}: labels must be an integer tensor, got {labels.dtype.name}",
-                                   op_name=name)
-    if logits.shape is not None and len(logits.shape) == 0:
-        raise InvalidArgumentError(f"{name}: logits must have rank >= 1, got a scalar", op_name=name)
-    if labels.shape is not None and logits.shape is not None and (
-            len(labels.shape) != len(logits.shape) - 1 or
-            any(a is not None and b is not None and a != b for a, b in zip(labels.shape, logits.shape))):
-        raise InvalidArgumentError(f"{name}: labels must have the shape of logits without the last dimension, "
-                                   f"got labels {list(labels.shape)} and logits {list(logits.shape)}",
-                                   op_name=name)
-    lshape = None if logits.shape is None else tuple(logits.shape[:-1])
-    return [Spec(lshape if lshape is not None else labels.shape, logits.dtype), Spec(logits.shape, logits.dtype)]
-
-
-def _g_sparse_xent(op, dloss, gg):
-    logits = op.inputs[1]
-    dlogits = multiply(expand_dims(dloss, -1), op.outputs[1])
-    second = _second_order(gg, logits, -1)
-    return [None, dlogits if second is None else add(dlogits, second[0])]
-
-
-SPARSE_XENT = op("SparseSoftmaxCrossEntropyWithLogits", _sparse_xent_kernel, _infer_sparse_xent,
-                 _g_sparse_xent, num_outputs=2,
-                 doc="(loss, backprop) for integer class labels over the last axis of logits.")
-
-
-def sparse_softmax_cross_entropy_with_logits(labels, logits, name=None):
-    """-log_softmax(logits)[..., labels]: one loss per example (integer class labels)."""
-    logits = _float_tensor("SparseSoftmaxCrossEntropyWithLogits", logits, "logits")
-    labels = convert_to_tensor(labels)
-    _infer_sparse_xent([Spec(labels.shape.dims, labels.dtype), Spec(logits.shape.dims, logits.dtype)], EMPTY)
-    loss, _ = execute(SPARSE_XENT, (labels, logits), EMPTY, name)
-    return loss
 
 
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None, name=None):
     """Elementwise logistic loss, stable for any logits: max(x, 0) - x * z + log1p(exp(-|x|))."""
     if labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy_with_logits: both labels and logits must be given")
-    x = _float_tensor("SigmoidCrossEntropyWithLogits", logits, "logits")
+    x = float_tensor("SigmoidCrossEntropyWithLogits", logits, "logits")
     z = convert_to_tensor(labels, dtype=x.dtype) if not isinstance(labels, Tensor) else labels
     if z.dtype is not x.dtype:
         raise InvalidArgumentError(f"sigmoid_cross_entropy_with_logits: labels ({z.dtype.name}) and logits "
@@ -427,7 +212,7 @@ L2_LOSS = op("L2Loss", _l2_loss_kernel, lambda s, a: [Spec((), s[0].dtype)],
 
 def l2_loss(t, name=None):
     """sum(t ** 2) / 2."""
-    return execute(L2_LOSS, (_float_tensor("L2Loss", t, "t"),), EMPTY, name)
+    return execute(L2_LOSS, (float_tensor("L2Loss", t, "t"),), EMPTY, name)
 
 
 # ------------------------------------------------------------------ dropout
@@ -437,7 +222,7 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
     Draws fresh randomness on every call (and on every run of a graph); `seed`
     follows `eager.random`'s seeding rules.
     """
-    x = _float_tensor("dropout", x, "x")
+    x = float_tensor("dropout", x, "x")
     if isinstance(rate, numbers.Real) and not isinstance(rate, bool):
         if not 0 <= rate < 1:
             raise ValueError(f"dropout: rate must be a number in [0, 1), got {rate}")
