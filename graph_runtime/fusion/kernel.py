@@ -320,15 +320,22 @@ def make_kernel(program, static_input_shapes, opts: FusionOptions = None, scalar
     lock = threading.Lock()
 
     known = _scalars_key(scalars)
+    mine: dict = {}         # this op's kernels by shapes alone: hashing `opts` cost as much as the look-up
 
     def dynamic(*arrays):
-        key = (tuple(a.shape for a in arrays), opts, known)     # the program's cache is shared by its ops
-        fn = cache.get(key)
+        shapes = tuple([a.shape for a in arrays])
+        fn = mine.get(shapes)
         if fn is None:
+            key = (shapes, opts, known)         # the program's cache is shared by its ops
             with lock:
-                if len(cache) >= MAX_DYNAMIC_KERNELS:
-                    cache.clear()
-                fn = cache[key] = shared_kernel(program, key[0], opts, scalars)
+                fn = cache.get(key)
+                if fn is None:
+                    if len(cache) >= MAX_DYNAMIC_KERNELS:
+                        cache.clear()
+                    fn = cache[key] = shared_kernel(program, shapes, opts, scalars)
+                if len(mine) >= MAX_DYNAMIC_KERNELS:
+                    mine.clear()
+                mine[shapes] = fn
         return fn(*arrays)
     dynamic.strategy = "dynamic"
     return dynamic
