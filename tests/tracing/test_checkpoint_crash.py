@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import eager as ek
-from tracing import restore_checkpoint, save_checkpoint
+from tracing import SavedModelError, restore_checkpoint, save_checkpoint
 from tracing.save import format as fmt
 
 OLD, NEW = 1.0, 2.0
@@ -78,7 +78,7 @@ def _checkpoint_with_member(tmp_path, write_member):
     manifest = json.loads(open(mpath).read())
     manifest["files"][fmt.VARIABLES_FILE] = fmt.sha256_file(npz)
     with open(mpath, "w") as f:
-        json.dump(manifest, f)
+        json.dump(fmt.seal_manifest(manifest), f)           # as an attacker would
     return path
 
 
@@ -125,3 +125,32 @@ def test_a_header_declaring_more_than_the_member_holds_is_refused_before_allocat
     target = ek.Variable(np.zeros(3, np.float32))
     restore_checkpoint({"v": target}, good)
     assert target.numpy().tolist() == [0.0, 1.0, 2.0]
+
+
+def test_a_flipped_bit_in_the_manifest_is_refused_not_restored_into_another_variable(tmp_path):
+    """"v0" -> "v1" is one bit: variable a was restored from b's array (same shape) without a word."""
+    path = str(tmp_path / "ckpt")
+    save_checkpoint({"a": ek.Variable(np.array([1.0, 2.0], np.float32)),
+                     "b": ek.Variable(np.array([3.0, 4.0], np.float32))}, path)
+    mpath = os.path.join(path, fmt.CHECKPOINT_MANIFEST)
+    raw = open(mpath, "rb").read()
+    at = raw.index(b'"v0"') + 2
+    open(mpath, "wb").write(raw[:at] + bytes([raw[at] ^ 1]) + raw[at + 1:])
+    a, b = ek.Variable(np.zeros(2, np.float32)), ek.Variable(np.zeros(2, np.float32))
+    with pytest.raises(SavedModelError, match="does not match its own SHA-256"):
+        restore_checkpoint({"a": a, "b": b}, path)
+    assert a.numpy().tolist() == [0.0, 0.0]             # nothing was assigned
+
+
+def test_a_version_1_checkpoint_is_still_read(tmp_path):
+    import json
+    path = str(tmp_path / "ckpt")
+    save_checkpoint({"a": ek.Variable(np.array([1.0, 2.0], np.float32))}, path)
+    mpath = os.path.join(path, fmt.CHECKPOINT_MANIFEST)
+    m = json.loads(open(mpath).read())
+    m["version"] = 1
+    del m[fmt.MANIFEST_DIGEST]
+    open(mpath, "w").write(json.dumps(m))
+    a = ek.Variable(np.zeros(2, np.float32))
+    restore_checkpoint({"a": a}, path)
+    assert a.numpy().tolist() == [1.0, 2.0]

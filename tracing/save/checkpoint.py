@@ -21,10 +21,16 @@ its variables).  Restoring into a fresh optimizer needs its slots first:
 
 Directory layout (written atomically like `tracing.save`):
 
-    graphjit_checkpoint.json   {"format": "graphjit.Checkpoint", "version": 1,
+    graphjit_checkpoint.json   {"format": "graphjit.Checkpoint", "version": 2,
                                 "variables": [{"path", "name", "dtype", "shape", "array"}],
-                                "files": {"variables.npz": sha256}}
+                                "files": {"variables.npz": sha256},
+                                "manifest_sha256": sha256 of the rest}
     variables.npz              one array per variable (no pickles)
+
+The manifest checksums itself (version 2; `format.manifest_digest`): one
+flipped bit turned a record's array key "v0" into "v1", and a variable of
+the same shape as variable 1 was restored from its value without a word.
+Version 1 checkpoints (written before) are read without it.
 
 `restore_checkpoint` checks everything first (file checksums, every path
 present, dtypes and shapes equal) and only then assigns, so a failed restore
@@ -123,10 +129,10 @@ def save_checkpoint(obj, path: str, read=None) -> str:
         arrays[f"v{i}"] = np.array(value, order="C")
         recs.append({"path": p, "name": var._name, "dtype": var.dtype.name, "shape": list(value.shape),
                      "array": f"v{i}"})
-    manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 1, "variables": recs, "files": {}}
+    manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 2, "variables": recs, "files": {}}
     with fmt.atomic_directory(path, fmt.CHECKPOINT_MANIFEST) as tmp:
         manifest["files"][fmt.VARIABLES_FILE] = fmt.write_arrays(os.path.join(tmp, fmt.VARIABLES_FILE), arrays)
-        fmt.write_json(os.path.join(tmp, fmt.CHECKPOINT_MANIFEST), manifest)
+        fmt.write_json(os.path.join(tmp, fmt.CHECKPOINT_MANIFEST), fmt.seal_manifest(manifest))
     return os.path.abspath(path)
 
 
@@ -137,8 +143,12 @@ def read_checkpoint(path: str) -> dict:
         raise SavedModelError(f"{path} is not a checkpoint written by save_checkpoint ({fmt.CHECKPOINT_MANIFEST} "
                               f"is missing)")
     m = fmt.read_json(mpath, path)
-    if not isinstance(m, dict) or m.get("format") != fmt.CHECKPOINT_FORMAT or m.get("version") != 1:
-        raise SavedModelError(f"{mpath} is not a version-1 graphjit checkpoint manifest")
+    if not isinstance(m, dict) or m.get("format") != fmt.CHECKPOINT_FORMAT or m.get("version") not in (1, 2) \
+            or type(m.get("version")) is not int:
+        raise SavedModelError(f"{mpath} is not a graphjit checkpoint manifest of version 1 or 2")
+    if m["version"] == 2 and m.get(fmt.MANIFEST_DIGEST) != fmt.checked_digest(m, mpath):
+        raise SavedModelError(f"{mpath} is corrupted: its content does not match its own SHA-256 "
+                              f"({fmt.MANIFEST_DIGEST})")
     files, recs = m.get("files"), m.get("variables")
     if not isinstance(files, dict) or not isinstance(recs, list):
         raise SavedModelError(f"{mpath}: malformed manifest ('files' dict and 'variables' list required)")

@@ -207,6 +207,15 @@ def manifest_digest(manifest: dict) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def checked_digest(manifest: dict, where: str) -> str:
+    """`manifest_digest` of a manifest just read (SavedModelError if it cannot be computed: a manifest nested
+    nearly to the parser's limit)."""
+    try:
+        return manifest_digest(manifest)
+    except (RecursionError, ValueError, TypeError) as e:
+        raise SavedModelError(f"{where}: cannot checksum the manifest ({type(e).__name__})") from None
+
+
 def seal_manifest(manifest: dict) -> dict:
     """`manifest` with its digest set (the last step before it is written)."""
     manifest[MANIFEST_DIGEST] = manifest_digest(manifest)

@@ -78,13 +78,6 @@ def _dtype(name, where):
         raise SavedModelError(f"{where}: unknown dtype {fmt._short(name)}") from None
 
 
-def _digest(m: dict, mpath: str) -> str:
-    try:
-        return fmt.manifest_digest(m)
-    except (RecursionError, ValueError, TypeError) as e:       # a manifest nested nearly to the parser's limit
-        raise SavedModelError(f"{mpath}: cannot checksum the manifest ({type(e).__name__})") from None
-
-
 def read_manifest(path: str, verify_files: bool = True) -> dict:
     """The checked manifest of saved directory `path` (SavedModelError if foreign or corrupted)."""
     if not os.path.isdir(path):
@@ -99,7 +92,7 @@ def read_manifest(path: str, verify_files: bool = True) -> dict:
     v = m.get("version")
     if type(v) is not int or not 1 <= v <= fmt.VERSION:
         raise SavedModelError(f"{mpath}: unsupported version {fmt._short(v)}; this graphjit reads versions 1..{fmt.VERSION}")
-    if v >= 2 and m.get(fmt.MANIFEST_DIGEST) != _digest(m, mpath):
+    if v >= 2 and m.get(fmt.MANIFEST_DIGEST) != fmt.checked_digest(m, mpath):
         raise SavedModelError(f"{mpath} is corrupted: its content does not match its own SHA-256 "
                               f"({fmt.MANIFEST_DIGEST})")
     files = _field(m, "files", dict, mpath)
