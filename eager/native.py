@@ -12,7 +12,8 @@ image's slabs stay in cache), with exactly the same arithmetic:
 - `max_pool_grad(x, dy, dx, kh, kw)`: non-overlapping windows; each window's
   dy goes to its first maximum in row-major order found with the same `>`
   scan as NumPy's argmax path (a NaN never wins), every other element gets
-  zero.
+  zero; with `relu=True` the same scan runs on relu(x) and is followed by
+  relu's gradient (`eager/ops/nn_pool_relu.py`).
 
 So the results are the NumPy kernels' bits (tests check it; the one
 difference: where some window holds a NaN, the NumPy max-pool gradient
@@ -137,22 +138,28 @@ def _col2im_py(cols, dxp, sh, sw, dh, dw):
                             dxp[b, r, q, ch] += cols[b, i, j, a, e, ch]
 
 
-def _max_pool_grad_py(x, dy, dx, kh, kw, best, arg, zero):
+def _max_pool_grad_py(x, dy, dx, kh, kw, best, arg, zero, one, relu):
+    # with `relu`: the same scan on h = relu(x) = maximum(x, 0) (x if x > 0 or x is NaN, else +0), and each
+    # routed value times (h > 0) as ReluGrad multiplies (max_pool_relu_grad)
     n, oh, ow, c = dy.shape
     z = zero[0]                                 # of dx's dtype: no conversion touches dy's bits
+    z1 = one[0]
     for b in range(n):
         for i in range(oh):
             for j in range(ow):
                 r0 = i * kh
                 q0 = j * kw
                 for ch in range(c):
-                    best[ch] = x[b, r0, q0, ch]
+                    v = x[b, r0, q0, ch]
+                    best[ch] = v if (not relu or v > z or v != v) else z
                     arg[ch] = 0
                 for k in range(1, kh * kw):
                     r = r0 + k // kw
                     q = q0 + k % kw
                     for ch in range(c):
                         v = x[b, r, q, ch]
+                        if not (not relu or v > z or v != v):
+                            v = z
                         if v > best[ch]:
                             best[ch] = v
                             arg[ch] = k
@@ -160,7 +167,12 @@ def _max_pool_grad_py(x, dy, dx, kh, kw, best, arg, zero):
                     r = r0 + k // kw
                     q = q0 + k % kw
                     for ch in range(c):
-                        dx[b, r, q, ch] = dy[b, i, j, ch] if arg[ch] == k else z
+                        if arg[ch] != k:
+                            dx[b, r, q, ch] = z
+                        elif relu:
+                            dx[b, r, q, ch] = dy[b, i, j, ch] * (z1 if best[ch] > z else z)
+                        else:
+                            dx[b, r, q, ch] = dy[b, i, j, ch]
 
 
 _SOURCES = {"col2im": _col2im_py, "max_pool_grad": _max_pool_grad_py}
@@ -172,7 +184,10 @@ def col2im(cols, dxp, strides, dilations) -> None:
     _kernel("col2im")(cols, dxp, strides[0], strides[1], dilations[0], dilations[1])
 
 
-def max_pool_grad(x, dy, dx, kh, kw) -> None:
-    """Fill the windows of dx [n, oh*kh.., ow*kw.., C]: dy at each window's first maximum of x, zero elsewhere."""
+def max_pool_grad(x, dy, dx, kh, kw, relu=False) -> None:
+    """Fill the windows of dx [n, oh*kh.., ow*kw.., C]: dy at each window's first maximum of x, zero elsewhere.
+
+    `relu`: of relu(x) instead, times relu's gradient (`eager/ops/nn_pool_relu.py`); x, dy, dx of one dtype."""
     c = dy.shape[3]
-    _kernel("max_pool_grad")(x, dy, dx, kh, kw, np.empty(c, x.dtype), np.empty(c, np.int64), np.zeros(1, dx.dtype))
+    _kernel("max_pool_grad")(x, dy, dx, kh, kw, np.empty(c, x.dtype), np.empty(c, np.int64), np.zeros(1, dx.dtype),
+                             np.ones(1, dx.dtype), relu)

@@ -12,7 +12,7 @@ Composites (`relu6`, `sigmoid_cross_entropy_with_logits`, `dropout`,
 softmax cross entropies live in `nn_softmax.py`, convolution and pooling in
 `nn_conv.py` and `nn_pool.py`; all are re-exported here.
 
-Imports: numpy, the eager core, `math`, `array`, `random` and the `nn_*` modules.
+Imports: numpy, the eager core, `buffers`, `math`, `array`, `random` and the `nn_*` modules.
 """
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ from .math import (abs as _abs, add, cast, exp, greater_equal, less, log1p, mini
                    reciprocal, sigmoid, subtract, tanh)
 from .nn_conv import conv2d, conv2d_transpose
 from .nn_pool import avg_pool2d, max_pool2d
+from . import nn_pool_relu  # noqa: F401 - declares ReluMaxPoolGrad (made by graph_runtime's pool_activation pass)
+from .relu_kernels import ZERO_ROW, relu_into
 from .nn_softmax import (log_softmax, softmax, softmax_cross_entropy_with_logits,  # noqa: F401 - tf.nn names
                          sparse_softmax_cross_entropy_with_logits)
 
@@ -59,17 +61,14 @@ def _relu_grad_kernel(dy, y):
 
 
 def _relu_kernel(x):
-    if not _pooled(x):
+    if type(x) is not np.ndarray or x.size < ZERO_ROW:      # small, or a fusion recipe's tracer: the plain call
         return np.maximum(x, np.zeros((), x.dtype))
-    return _relu_into(x, buffers.empty(x.shape, x.dtype))
+    return relu_into(x, buffers.empty(x.shape, x.dtype) if _pooled(x) else np.empty(x.shape, x.dtype))
 
 
 def _relu_grad_into(dy, y, out):
     return np.multiply(dy, y > 0, out=out)
 
-
-def _relu_into(x, out):
-    return np.maximum(x, np.zeros((), x.dtype), out=out)
 
 
 # extra["inplace"]: the same computation writing into `out` (the memory pass reuses a dead input's buffer)
@@ -79,7 +78,7 @@ RELU_GRAD = op("ReluGrad", _relu_grad_kernel, infer_same,
                doc="dy * (y > 0): the gradient of Relu given its output y.")
 RELU = op("Relu", _relu_kernel, infer_same,
           lambda op, dy: [execute(RELU_GRAD, (dy, op.outputs[0]), EMPTY)], elementwise=True,
-          extra={"inplace": _relu_into}, rowwise_exact=True)
+          extra={"inplace": relu_into}, rowwise_exact=True)
 
 
 def _leaky_kernel(x, alpha):

@@ -144,14 +144,15 @@ def _route_to_first_max(x, dy, geom):
     return None if ok else dx
 
 
-def _route_natively(x, dy, geom):
-    """MaxPoolGrad for non-overlapping windows in one compiled pass (eager.native: the same bits, NaN too)."""
+def _route_natively(x, dy, geom, relu=False):
+    """MaxPoolGrad for non-overlapping windows in one compiled pass (eager.native: the same bits, NaN too);
+    `relu`: of relu(x), times relu's gradient (ReluMaxPoolGrad)."""
     oh, ow, kh, kw = geom
     covered = x.shape[1] == oh * kh and x.shape[2] == ow * kw
     dx = buffers.empty(x.shape, dy.dtype) if covered else buffers.zeros(x.shape, dy.dtype)
 
     def route(lo, hi):
-        native.max_pool_grad(x[lo:hi], dy[lo:hi], dx[lo:hi], kh, kw)
+        native.max_pool_grad(x[lo:hi], dy[lo:hi], dx[lo:hi], kh, kw, relu)
     parallel.for_range(route, x.shape[0], 2 * (x.nbytes + dy.nbytes))
     return dx
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 import eager as ek
-from eager.ops import nn_conv
+from eager.ops import nn_conv, nn_pool_relu
 from eager.dispatch import execute
 from gradcheck import GradCase
 
@@ -50,6 +50,16 @@ def _conv(strides, padding, dilations=None):
 def _backprop_filter(x, dy):
     return execute(nn_conv.CONV2D_FILTER, (x, ek.constant(np.array([3, 3, 3, 2], np.int32)), dy),
                    {"strides": (2, 2), "padding": "SAME", "dilations": (1, 1)})
+
+
+_POOL_Z = np.array([-3.0, 0.5, 2.0, -1.0, 1.5, -2.5, 0.25, 3.5, -0.5, -4.0, -1.5, -2.0, 1.0, 2.5, -3.5, 0.75] * 2
+                   ).reshape(1, 4, 4, 2)          # windows with a positive maximum and one all negative
+
+
+def _relu_max_pool_grad(dy):
+    z = ek.constant(_POOL_Z)
+    attrs = {"ksize": (2, 2), "strides": (2, 2), "padding": "VALID"}
+    return execute(nn_pool_relu.RELU_MAX_POOL_GRAD, (z, ek.nn.max_pool2d(ek.nn.relu(z), 2, 2, "VALID"), dy), attrs)
 
 
 def _ta_write_read(x, v):
@@ -114,6 +124,7 @@ CASES = [
              make_inputs=distinct((1, 3, 3, 2))),
     GradCase("MaxPoolGradGrad", grad_of(grad_of(lambda x: ek.nn.max_pool2d(x, 2, 1, "SAME") ** 3)),
              make_inputs=distinct((1, 3, 3, 1))),
+    GradCase("ReluMaxPoolGrad", _relu_max_pool_grad, [(1, 2, 2, 2)]),
     GradCase("AvgPool", lambda x: ek.nn.avg_pool2d(x, 3, 2, "SAME"), [(2, 5, 4, 2)], id="avg_pool_same"),
     GradCase("AvgPool", lambda x: ek.nn.avg_pool2d(x, [2, 3], [1, 2], "VALID"), [(1, 4, 5, 1)], id="avg_pool_valid"),
     GradCase("AvgPoolGrad", grad_of(lambda x: ek.nn.avg_pool2d(x, 2, 1, "SAME") ** 2), [(1, 3, 3, 2)]),
