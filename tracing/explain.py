@@ -10,7 +10,8 @@ tensor instead of a Python number", ...).  The advice for a changed Python
 value depends on its kind: a number should usually be a tensor; a string, an
 enum member, a bool or another hashable option is a static choice, so one
 trace per value is expected (an unbounded set of strings should be a string
-tensor instead).  Pure functions; no graph work.
+tensor instead).  `changes_text` and `retracing_report` format them for users.  Pure
+functions; no graph work.
 """
 from __future__ import annotations
 
@@ -170,3 +171,32 @@ def _is_top_level(path: str) -> bool:
 def _dims(spec: TensorSpec) -> str:
     d = spec.shape.dims
     return "None" if d is None else "[" + ", ".join("None" if x is None else str(x) for x in d) + "]"
+
+
+def changes_text(changes, suggestions, indent="") -> str:
+    """One line per change, each fix under it, for a retrace's explanation."""
+    out = [f"{indent}- {c}" for c in changes] or [f"{indent}- no argument changed (new trace requested)"]
+    out += [f"{indent}  fix: {s}" for s in suggestions]
+    return "\n".join(out)
+
+
+def retracing_report(name, trace_log) -> str:
+    """`Function.explain_retracing()`: why each trace after the first happened, then each trace's time."""
+    if len(trace_log) <= 1:
+        lines = [f"{name} traced {len(trace_log)} time(s): nothing to explain."]
+    else:
+        lines = [f"{name} traced {len(trace_log)} times."]
+        for rec in trace_log[1:]:
+            lines.append(f"Trace #{rec.index} at {rec.call_site} {rec.signature}:")
+            lines.append(changes_text(rec.changes, rec.suggestions, indent="  "))
+    if trace_log:
+        lines.append("Time per trace:")
+        lines += [f"  #{rec.index} {rec.signature}: {rec.trace_seconds * 1e3:.1f} ms = {rec.phases}"
+                  for rec in trace_log]
+    return "\n".join(lines)
+
+
+def ordinal(n: int) -> str:
+    """1st, 2nd, 3rd, 4th, ..., 11th, 12th, 13th, ..., 21st."""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"

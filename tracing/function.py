@@ -37,7 +37,8 @@ from . import explain as _explain
 from . import run_eagerly as _run_eagerly
 from .concrete import ConcreteFunction, trace_concrete
 from .retrace_log import RecentCalls, RetraceError, TraceRecord, retrace_forbidden, user_call_site
-from .signature import ArgInfo, call_key, cast_to_signature, describe
+from .signature import ArgInfo, call_key, cast_to_signature, describe, parameters
+from .trace_specs import relaxed_specs, specs_from_signature
 
 
 
@@ -71,7 +72,7 @@ class Function:
                     raise TypeError(f"input_signature must contain only TensorSpec objects, got {s!r}")
         self._input_signature = input_signature
         self._arg_names, self._defaults, self._positional_only, self._kwonly_defaults = \
-            _parameters(python_function)
+            parameters(python_function)
         # calls are canonicalized (keywords moved to their positions, defaults filled in) before the cache
         # key is built, so f(x) and f(x, activation="relu") with that default share one trace, as in TF
         self._fill_below = sys.maxsize if self._kwonly_defaults else len(self._arg_names) if self._defaults else 0
@@ -214,11 +215,11 @@ class Function:
             closest_index, record_changes = _explain.closest(self._signatures, infos)
             suggestions = _explain.suggest(record_changes, self._signatures[closest_index], infos,
                                            self._reduce_retracing)
-            explanation = self._explain_text(record_changes, suggestions)
+            explanation = _explain.changes_text(record_changes, suggestions)
             if retrace_forbidden():
                 raise RetraceError(f"{self._name} would retrace inside no_retrace()", explanation)
             if self._max_traces is not None and len(self.trace_log) >= self._max_traces:
-                raise RetraceError(f"{self._name} would trace a {_ordinal(len(self.trace_log) + 1)} graph but "
+                raise RetraceError(f"{self._name} would trace a {_explain.ordinal(len(self.trace_log) + 1)} graph but "
                                    f"max_traces={self._max_traces}", explanation)
         specs = self._trace_specs(args, kwargs, infos)
         call_site = user_call_site()
@@ -271,43 +272,10 @@ class Function:
         """Specs for the tensor leaves of this call: exact, from input_signature, or relaxed."""
         if self._input_signature is not None and not any(isinstance(a, TensorSpec)
                                                            for a in ek.nest.flatten(list(args))):
-            return self._specs_from_signature(args, kwargs)
+            return specs_from_signature(self._name, self._input_signature, args, kwargs, self._signature_mismatch)
         if self._reduce_retracing and self._signatures:
-            return self._relaxed_specs(infos)
+            return relaxed_specs(self._signatures, infos)
         return None  # exact shapes of the call
-
-    def _specs_from_signature(self, args, kwargs):
-        sig = self._input_signature
-        if kwargs or len(args) != len(sig):
-            raise TypeError(f"{self._name}: called with {len(args)} positional and {len(kwargs)} keyword "
-                            f"arguments, but input_signature has {len(sig)} entries")
-        flat_specs = ek.nest.flatten(list(sig))
-        flat_args = ek.nest.flatten(list(args))
-        if len(flat_specs) != len(flat_args) or not ek.nest.same_structure(
-                [ek.nest.lists_for_sequences(a) for a in args], [ek.nest.lists_for_sequences(s) for s in sig]):
-            raise TypeError(self._signature_mismatch(args, kwargs))
-        for spec, a in zip(flat_specs, flat_args):
-            if not (isinstance(a, (ek.Tensor, )) or hasattr(a, "shape")) or \
-                    not spec.is_compatible_with(_as_spec(a)):
-                raise TypeError(self._signature_mismatch(args, kwargs))
-        return flat_specs
-
-    def _relaxed_specs(self, infos):
-        """reduce_retracing: generalize differing dims to None against the closest trace."""
-        idx, _ = _explain.closest(self._signatures, infos)
-        old = {a.path: a for a in self._signatures[idx]}
-        specs = []
-        for a in infos:
-            if a.kind != "tensor":
-                continue
-            b = old.get(a.path)
-            spec = a.spec
-            if b is not None and b.kind == "tensor":
-                spec = a.spec.most_specific_common_supertype(b.spec) or a.spec
-                if spec.shape.rank is None and a.spec.shape.rank != b.spec.shape.rank:
-                    spec = TensorSpec(None, a.spec.dtype)
-            specs.append(spec)
-        return specs
 
     def _build(self, args, kwargs, specs):
         creating_first = not self.trace_log     # variables may be created only by the very first trace
@@ -369,24 +337,7 @@ class Function:
     def explain_retracing(self) -> str:
         """For every trace after the first: each argument that differed, how, and a fix; then, for every
         trace, where its time went (autograph, trace, each optimizer pass, compile)."""
-        if len(self.trace_log) <= 1:
-            lines = [f"{self._name} traced {len(self.trace_log)} time(s): nothing to explain."]
-        else:
-            lines = [f"{self._name} traced {len(self.trace_log)} times."]
-            for rec in self.trace_log[1:]:
-                lines.append(f"Trace #{rec.index} at {rec.call_site} {rec.signature}:")
-                lines.append(self._explain_text(rec.changes, rec.suggestions, indent="  "))
-        if self.trace_log:
-            lines.append("Time per trace:")
-            lines += [f"  #{rec.index} {rec.signature}: {rec.trace_seconds * 1e3:.1f} ms = {rec.phases}"
-                      for rec in self.trace_log]
-        return "\n".join(lines)
-
-    @staticmethod
-    def _explain_text(changes, suggestions, indent="") -> str:
-        out = [f"{indent}- {c}" for c in changes] or [f"{indent}- no argument changed (new trace requested)"]
-        out += [f"{indent}  fix: {s}" for s in suggestions]
-        return "\n".join(out)
+        return _explain.retracing_report(self._name, self.trace_log)
 
     def __repr__(self):
         return f"<graphjit.Function {self._name} ({len(self._concrete)} traces)>"
@@ -394,32 +345,6 @@ class Function:
 
 class RetraceWarning(UserWarning):
     """Emitted when a function retraces on 5 of its last 10 calls."""
-
-
-
-
-def _parameters(python_function):
-    """(positional parameter names, their defaults, the positional-only ones, keyword-only defaults)."""
-    try:
-        params = list(inspect.signature(python_function).parameters.values())
-    except (TypeError, ValueError):
-        return [], {}, frozenset(), {}
-    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return ([p.name for p in positional],
-            {p.name: p.default for p in positional if p.default is not p.empty},
-            frozenset(p.name for p in positional if p.kind is p.POSITIONAL_ONLY),
-            {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.default is not p.empty})
-
-
-def _as_spec(a):
-    if isinstance(a, TensorSpec):
-        return a
-    return TensorSpec(tuple(a.shape), ek.as_dtype(a.dtype))
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def function(func=None, input_signature=None, autograph=True, reduce_retracing=False, max_traces=None, *,

@@ -24,6 +24,7 @@ retrace explanations.
 from __future__ import annotations
 
 import enum
+import inspect
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,3 +191,16 @@ def _info(path, leaf) -> ArgInfo:
     if tt is not None:
         return ArgInfo(path, "trace type", tt)
     return ArgInfo(path, "object", leaf)
+
+
+def parameters(python_function):
+    """(positional parameter names, their defaults, the positional-only ones, keyword-only defaults)."""
+    try:
+        params = list(inspect.signature(python_function).parameters.values())
+    except (TypeError, ValueError):
+        return [], {}, frozenset(), {}
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return ([p.name for p in positional],
+            {p.name: p.default for p in positional if p.default is not p.empty},
+            frozenset(p.name for p in positional if p.kind is p.POSITIONAL_ONLY),
+            {p.name: p.default for p in params if p.kind is p.KEYWORD_ONLY and p.default is not p.empty})
