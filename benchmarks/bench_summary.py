@@ -116,7 +116,7 @@ def _chains():
     xb_np = np.random.default_rng(0).standard_normal(BIG).astype(np.float32)
     xb = ek.constant(xb_np)
     f = function(lambda t: expr(ek, t))
-    for _ in range(8):         # past the fused kernel's autotuning calls
+    for _ in range(40):        # past the fused kernel's promotion (8th call) and its variants' sampling
         f(xb)
     yield "(tanh(2x+1)(2x+1)-x)^2+3, 2M f32", "@function", (lambda: f(xb)), (lambda: expr(np, xb_np))
     x_np = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)

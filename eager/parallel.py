@@ -17,7 +17,7 @@ Sizing and limits:
 - The pool holds one worker per core but one (the caller is the other
   thread), started on first use (`cores()`: `os.sched_getaffinity`).
 - Who splits: the chunked fused elementwise kernels always may (each one
-  autotunes serial against split on its first calls and rechecks the choice, `fusion/kernel.py`);
+  autotunes serial against split on its first calls and rechecks the choice, `fusion/autotune.py`);
   the convolution and pooling kernels only when asked, through
   `GRAPHJIT_KERNEL_THREADS=n` or `set_threads(n)` (`threads()`, default 1).
   Measured on the development machine while other work kept both cores

@@ -21,7 +21,7 @@ that `reset_default_graph()` replaces.
 `Graph`'s views (`as_graph_def`, `verify`, `to_dot`, `str`) are thin: the
 work lives in `graph_def`, `verify` and `printing`, which import nothing above
 `operation` (a body attr is recognised as an `operation.GraphBase`).  Imports
-`eager`, `building`, `device_spec`, `operation`, `graph_def`, `verify`,
+`eager`, `building`, `collections_mixin`, `device_spec`, `operation`, `graph_def`, `verify`,
 `printing` and `resources`.
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ from eager import context as _context
 from eager.shape import shared_shape
 
 from .building import GraphBuilder, GraphKeys
+from .collections_mixin import GraphCollections
 from .device_spec import check_scope_entry
 from .graph_def import graph_to_graph_def
 from .operation import GraphBase, GraphTensor, Operation
@@ -44,7 +45,7 @@ from .verify import verify_graph
 name_scope = _context.name_scope
 
 
-class Graph(GraphBuilder, GraphBase):
+class Graph(GraphBuilder, GraphCollections, GraphBase):
     """A dataflow graph of `Operation`s (see docs/api.md)."""
 
     is_eager = False
@@ -257,33 +258,6 @@ class Graph(GraphBuilder, GraphBase):
         self.inputs = []
         self.outputs = []
         self._finalized = True
-
-    # -- collections ------------------------------------------------------------
-    def add_to_collection(self, name: str, value) -> None:
-        self._check_not_finalized()
-        self._collections.setdefault(name, []).append(value)
-
-    def add_to_collections(self, names, value) -> None:
-        for n in ([names] if isinstance(names, str) else names):
-            self.add_to_collection(n, value)
-
-    def get_collection_ref(self, name: str) -> list:
-        """The live list behind collection `name` (created empty if needed)."""
-        return self._collections.setdefault(name, [])
-
-    def get_collection(self, name: str, scope: Optional[str] = None) -> list:
-        """A copy of collection `name`, optionally only items whose name starts with `scope`."""
-        items = list(self._collections.get(name, ()))
-        if scope is None:
-            return items
-        return [x for x in items if str(getattr(x, "name", "")).startswith(scope)]
-
-    def get_all_collection_keys(self) -> list:
-        return sorted(self._collections)
-
-    def clear_collection(self, name: str) -> None:
-        self._check_not_finalized()
-        self._collections.pop(name, None)
 
     # -- low-level node creation (shared by building and GraphDef import) ----------------
     def _create_op(self, opdef, inputs: tuple, attrs: dict, name: str, out_specs, control_inputs: tuple = (),

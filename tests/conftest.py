@@ -62,14 +62,19 @@ def actors_stop_on_close(ray_local):
 def pytest_xdist_make_scheduler(config, log):
     """`-n N` with the default `--dist load`: each test goes to whichever worker is free, except the tests whose
     id says "distributed" (tests/distributed/, the distributed example), which all go to one worker: one Ray
-    instance for them (starting one costs seconds), not one per worker."""
+    instance for them (starting one costs seconds), not one per worker; likewise the tests of files named
+    `*native.py` (numba's kernels: its import and first compile cost seconds per process)."""
     if config.getvalue("dist") != "load":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class DistributedTestsOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid):
-            return "distributed" if "distributed" in nodeid else nodeid
+            if "distributed" in nodeid:
+                return "distributed"
+            if nodeid.split("::")[0].endswith("native.py"):
+                return "native"        # the numba tests: numba's start-up (seconds) on one worker, not on each
+            return nodeid
 
     return DistributedTestsOnOneWorker(config, log)
 

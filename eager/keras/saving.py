@@ -5,7 +5,9 @@ safetensors layout, written and read by `eager.train.tensor_file` (the same modu
 checkpoints): an 8-byte header length, a JSON header naming each tensor's dtype, shape and byte
 range, then the raw little-endian bytes.  Each weight is stored under `NNNN/<path>`, its
 position in `model.weights` and its Keras path (`0000/dense/kernel`), and the header's metadata
-says `{"format": "graphjit.keras.weights", "version": "2"}`.
+says `{"format": "graphjit.keras.weights", "version": "3"}` and holds the file's checksum
+(`tensor_file.DIGEST_KEY`), verified when it is read; version 2 files, which have none, still
+load.
 
 Loading matches weights by position, as Keras matches them by the model's structure (layer
 names may differ between two instances of the same architecture), and checks the count, every
@@ -23,7 +25,8 @@ import numpy as np
 
 from ..train import tensor_file
 
-FORMAT, VERSION = "graphjit.keras.weights", "2"
+FORMAT, VERSION = "graphjit.keras.weights", "3"
+VERSIONS_READ = ("2", "3")
 _KEY = re.compile(r"^(\d{4,})/(.*)$")
 
 
@@ -34,7 +37,7 @@ def save_weights(model, path) -> None:
     tensors = {f"{i:04d}/{w.path}": np.asarray(w.numpy()) for i, w in enumerate(model.weights)}
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    tensor_file.write_tensors(path, tensors, {"format": FORMAT, "version": VERSION})
+    tensor_file.write_tensors(path, tensors, {"format": FORMAT, "version": VERSION}, checksum=True)
 
 
 def read_weights(path):
@@ -47,9 +50,12 @@ def read_weights(path):
     metadata = metadata or {}
     if metadata.get("format") != FORMAT:
         raise ValueError(f"load_weights: {path} is not a graphjit weights file (format {metadata.get('format')!r})")
-    if metadata.get("version") != VERSION:
+    if metadata.get("version") not in VERSIONS_READ:
         raise ValueError(f"load_weights: {path} has format version {metadata.get('version')!r}; this graphjit "
-                         f"reads version {VERSION}")
+                         f"reads versions {', '.join(VERSIONS_READ)}")
+    if metadata["version"] != "2" and not tensor_file.has_checksum(metadata):
+        raise ValueError(f"load_weights: {path}: a version-{metadata['version']} weights file must carry a checksum "
+                         f"and this one has none: the file was changed or damaged after it was written")
     entries = []
     for key, value in tensors.items():
         m = _KEY.match(key)

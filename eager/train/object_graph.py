@@ -8,8 +8,9 @@ dicts to their items; each object once, breadth first, so a variable
 reachable by several paths has its shortest.  `write_checkpoint` /
 `read_checkpoint`: the safetensors file (`tensor_file`) holding one tensor per
 key, with a JSON description of the graph in its metadata (format, version,
-each object node's type, each variable's name).  Nothing from a file becomes
-code.
+each object node's type, each variable's name) and, from version 2 on, a
+checksum of the whole file that reading verifies (version 1 files, which have
+none, are still read).  Nothing from a file becomes code.
 
 Imports numpy, `eager` modules and the standard library.
 """
@@ -24,7 +25,8 @@ from ..module import Module
 from . import tensor_file
 
 FORMAT = "graphjit.train.Checkpoint"
-VERSION = 1
+VERSION = 2
+VERSIONS_READ = (1, 2)
 SUFFIX = ".safetensors"
 _META_KEY = "graphjit"
 
@@ -95,7 +97,8 @@ def write_checkpoint(root, prefix: str, before_rename=None) -> str:
              "variables": {k: v.name for k, v in variables.items()}}
     target = file_path(prefix)
     os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
-    tensor_file.write_tensors(target, values, {_META_KEY: json.dumps(graph, sort_keys=True)}, before_rename)
+    tensor_file.write_tensors(target, values, {_META_KEY: json.dumps(graph, sort_keys=True)}, before_rename,
+                              checksum=True)
     return prefix[:-len(SUFFIX)] if prefix.endswith(SUFFIX) else prefix
 
 
@@ -113,6 +116,10 @@ def read_checkpoint(path: str) -> dict:
         graph = json.loads(metadata.get(_META_KEY, ""))
     except ValueError:
         graph = None
-    if not isinstance(graph, dict) or graph.get("format") != FORMAT or graph.get("version") != VERSION:
-        raise ValueError(f"{target} is a tensor file but not a version-{VERSION} {FORMAT} checkpoint")
+    if not isinstance(graph, dict) or graph.get("format") != FORMAT or graph.get("version") not in VERSIONS_READ:
+        raise ValueError(f"{target} is a tensor file but not a {FORMAT} checkpoint of version "
+                         f"{' or '.join(map(str, VERSIONS_READ))}")
+    if graph["version"] >= 2 and not tensor_file.has_checksum(metadata):
+        raise ValueError(f"{target}: a version-{graph['version']} checkpoint must carry a checksum and this one has "
+                         f"none: the file was changed or damaged after it was written")
     return values

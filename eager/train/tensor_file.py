@@ -22,6 +22,16 @@ allocate more than its own size.  Tensors are copied out of a read-only
 memory map.  Anything wrong raises `TensorFileError` naming the file and the
 problem; nothing from a file becomes code (JSON only, no pickle).
 
+Checksums.  The safetensors layout has none, so a flipped bit in a tensor
+(or in a name, or in the metadata) would be read back silently.  With
+`checksum=True` the writer adds one metadata entry, `DIGEST_KEY`: the SHA-256
+of the canonical JSON of the rest of the header followed by the data area.
+Whenever a file holds that entry, `read_tensors` recomputes it before it
+returns anything and raises `TensorFileError` on a mismatch, so the entry in
+the metadata it returns means "verified".  Our own formats require it from
+the version that started writing it (`has_checksum`).  Files written by the `safetensors` package, or by us without a checksum, read
+as before, and the package reads ours (it ignores metadata).
+
 `write_tensors` is atomic: it writes a temporary file in the same directory,
 fsyncs it, renames it over the target and fsyncs the directory, so a crash
 leaves the old file or the new one, never a torn one.
@@ -30,6 +40,7 @@ Imports numpy and the standard library only.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import mmap
 import os
@@ -38,6 +49,7 @@ import tempfile
 import numpy as np
 
 MAX_HEADER_BYTES = 100_000_000        # the safetensors package's own limit
+DIGEST_KEY = "graphjit.sha256"        # the metadata entry holding the file's checksum
 
 # safetensors dtype names, in the package's order (its files list wider dtypes first)
 _DTYPES = [("BOOL", np.bool_), ("U8", np.uint8), ("I8", np.int8), ("I16", np.int16), ("U16", np.uint16),
@@ -61,10 +73,24 @@ def dtype_name(dtype) -> str:
     return name
 
 
-def to_bytes(tensors: dict, metadata: dict | None = None) -> bytes:
-    """The file's bytes for {name: array} and optional {str: str} metadata."""
+def _digest(header: dict, data_chunks) -> str:
+    """SHA-256 of the canonical JSON of `header` (without the digest entry) and then the data bytes."""
+    rest = dict(header)
+    metadata = {k: v for k, v in rest.pop("__metadata__", {}).items() if k != DIGEST_KEY}
+    if metadata:
+        rest["__metadata__"] = metadata
+    h = hashlib.sha256(json.dumps(rest, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    for chunk in data_chunks:
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def to_bytes(tensors: dict, metadata: dict | None = None, checksum: bool = False) -> bytes:
+    """The file's bytes for {name: array} and optional {str: str} metadata (and a checksum entry if asked)."""
     if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise TypeError("tensor file metadata must map str to str")
+    if metadata and DIGEST_KEY in metadata:
+        raise TypeError(f"tensor file metadata key {DIGEST_KEY!r} is reserved for the checksum (checksum=True)")
     arrays = {}
     for name, value in tensors.items():
         if not isinstance(name, str) or name == "__metadata__":
@@ -72,7 +98,7 @@ def to_bytes(tensors: dict, metadata: dict | None = None) -> bytes:
         a = np.asarray(value)
         arrays[name] = (dtype_name(a.dtype), a.astype(a.dtype.newbyteorder("<"), order="C", copy=False))
     order = sorted(arrays, key=lambda n: (-_RANK[arrays[n][0]], n))
-    header: dict = {"__metadata__": metadata} if metadata else {}
+    header: dict = {"__metadata__": dict(metadata)} if metadata else {}
     offset, chunks = 0, []
     for name in order:
         dname, a = arrays[name]
@@ -80,6 +106,9 @@ def to_bytes(tensors: dict, metadata: dict | None = None) -> bytes:
         header[name] = {"dtype": dname, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         chunks.append(data)
+    if checksum:
+        digest = _digest(header, chunks)
+        header = {"__metadata__": {**header.pop("__metadata__", {}), DIGEST_KEY: digest}, **header}
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
     return len(text).to_bytes(8, "little") + text + b"".join(chunks)
@@ -119,9 +148,10 @@ def fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def write_tensors(path: str, tensors: dict, metadata: dict | None = None, before_rename=None) -> None:
-    """Write {name: array} (and {str: str} metadata) to the tensor file `path`, atomically."""
-    atomic_write_bytes(path, to_bytes(tensors, metadata), before_rename)
+def write_tensors(path: str, tensors: dict, metadata: dict | None = None, before_rename=None,
+                  checksum: bool = False) -> None:
+    """Write {name: array} (and {str: str} metadata, and a checksum if asked) to `path`, atomically."""
+    atomic_write_bytes(path, to_bytes(tensors, metadata, checksum), before_rename)
 
 
 def _fail(path, msg):
@@ -135,6 +165,7 @@ def _parse_header(path, raw: bytes, data_len: int) -> tuple:
         _fail(path, f"the header is not UTF-8 JSON ({type(e).__name__})")
     if not isinstance(header, dict):
         _fail(path, "the header is not a JSON object")
+    whole = dict(header)
     metadata = header.pop("__metadata__", None) or {}
     if not isinstance(metadata, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                  for k, v in metadata.items()):
@@ -166,11 +197,25 @@ def _parse_header(path, raw: bytes, data_len: int) -> tuple:
         end = stop
     if end != data_len:
         _fail(path, f"the tensors cover {end} bytes but the file holds {data_len} after the header")
-    return entries, metadata
+    return entries, metadata, whole
+
+
+def _check_digest(path, whole: dict, metadata: dict, data) -> None:
+    """Raise unless the file's digest entry, if it has one, matches (`data`: the data area)."""
+    expected = metadata.get(DIGEST_KEY)
+    if expected is not None and _digest(whole, [data]) != expected:
+        _fail(path, "the checksum does not match: the file was changed or damaged after it was written")
+
+
+def has_checksum(metadata: dict) -> bool:
+    """Whether the file `read_tensors` returned this metadata for carried a checksum (then it matched)."""
+    return DIGEST_KEY in metadata
 
 
 def read_tensors(path: str, names=None) -> tuple:
-    """({name: array}, metadata) from the tensor file `path` (all tensors, or those in `names`)."""
+    """({name: array}, metadata) from the tensor file `path` (all tensors, or those in `names`).
+
+    A checksum in the file is verified before anything is returned."""
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -184,14 +229,17 @@ def read_tensors(path: str, names=None) -> tuple:
         if n > MAX_HEADER_BYTES or n > size - 8:
             _fail(path, f"the header declares {n} bytes but the file has {size - 8} after the length (limit "
                         f"{MAX_HEADER_BYTES})")
-        entries, metadata = _parse_header(path, f.read(n), size - 8 - n)
+        entries, metadata, whole = _parse_header(path, f.read(n), size - 8 - n)
         wanted = None if names is None else set(names)
         out = {}
         if not entries or size == 8 + n:
+            _check_digest(path, whole, metadata, b"")
             return {name: np.zeros(shape, _TO_NP[dt]) for _, _, name, dt, shape in entries
                     if wanted is None or name in wanted}, metadata
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             base = 8 + n
+            with memoryview(mm) as view, view[base:] as data:
+                _check_digest(path, whole, metadata, data)
             for begin, stop, name, dt, shape in entries:
                 if wanted is None or name in wanted:
                     a = np.frombuffer(mm, dtype=_TO_NP[dt], count=(stop - begin) // _TO_NP[dt].itemsize,

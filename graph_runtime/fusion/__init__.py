@@ -8,7 +8,8 @@
 - `numpy_backend.py`, `numexpr_backend.py`: kernel generators; `native_backend.py`: the arithmetic of big
   chunked kernels as numba loops (optional `[native]` extra; promoted when hot, same bits).
 - `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
-  compiled (per run-time shape when static shapes are unknown); thread autotuning.
+  compiled (per run-time shape when static shapes are unknown); `autotune.py`: the run-time choice
+  among a big chunked kernel's variants of equal bits (serial or split, NumPy or compiled arithmetic).
 - `options.py`: settings (`options(enabled=False)` per thread, `set_options` process-wide).
 - `codec.py`: GraphDef encoding of the `program` attr (optimized graphs export).
 

@@ -17,28 +17,22 @@ Generated kernels are shared (`shared_kernel`) by all programs with the same
 signature, input shapes and options: an unrolled loop's identical groups call
 one function.
 
-A chunked kernel of at least `NATIVE_MIN_ELEMENTS` elements is wrapped in
-`Promoting`: at its `PROMOTE_AFTER`-th call, with numba installed, it tries
-its compiled variant (native_backend.py) and keeps it if the bits match and
-it measures faster.
-
 Large chunked kernels may split their chunk range across the kernel pool
 (`eager.parallel`: one thread per core, shared with the convolution and
-pooling kernels; NumPy releases the GIL inside ufunc loops).  Whether that pays depends on the
-machine (on a shared 2-vCPU VM it does not), so with `threads=None` the kernel
-autotunes: its first calls alternate between serial and threaded runs, the
-faster (median of the last 3 timings) runs, and every 16th call runs the
-other one to check the choice (the load of the machine changes).  `threads=1`
-never uses threads.
+pooling kernels; NumPy releases the GIL inside ufunc loops), and a chunked
+kernel of at least `NATIVE_MIN_ELEMENTS` elements, at its `PROMOTE_AFTER`-th
+call, with numba installed, tries its compiled variant (native_backend.py),
+kept only if its bits match.  All these variants give the same bits; which one
+runs is timed at run time (autotune.py: `TunedKernel`, medians of alternating
+timings, rechecked, with a margin before a switch).  `threads=None` lets the
+timings choose serial or split (whether splitting pays depends on the machine
+and on its load), `threads=1` never splits, `threads=n` always does.
 
 Imports `numpy`, `eager` (`parallel`, `registry`) and sibling modules.
 """
 from __future__ import annotations
 
-import collections
-import statistics
 import threading
-import time
 from typing import Callable, Optional
 
 import numpy as np
@@ -47,6 +41,7 @@ from eager import parallel
 from eager.registry import op
 
 from . import native_backend, numexpr_backend
+from .autotune import TunedKernel
 from .cost import choose
 from .numpy_backend import build_chunked, build_straight, chunk_layout, run_serial
 from .options import FusionOptions, get_options
@@ -54,7 +49,7 @@ from .program import interpret
 
 MAX_DYNAMIC_KERNELS = 32
 THREAD_MIN_ELEMENTS = 1 << 20
-NATIVE_MIN_ELEMENTS = 1 << 20     # a chunked kernel this big may promote to compiled loops (`Promoting`)
+NATIVE_MIN_ELEMENTS = 1 << 20     # a chunked kernel this big may promote to compiled loops (autotune.py)
 PROMOTE_AFTER = 8                 # ... at its 8th call: tests and examples never pay numba's start-up
 
 
@@ -105,49 +100,6 @@ def make_threaded_runner(threads: int) -> Callable:
     return run
 
 
-class Autotuned:
-    """Time candidate kernels on the first calls, run the fastest, and keep checking the choice.
-
-    The first calls alternate between the candidates until each has `SAMPLES` timings; from then on the
-    candidate with the lowest median of its last `SAMPLES` timings runs, and every `RECHECK`-th call runs
-    another one instead, so a choice made while other work held the cores (serial wins then) is revisited
-    once a core is free, and the other way round.  A recheck costs at most one slower call in `RECHECK`;
-    timing a call costs two clock reads, nothing beside a kernel big enough to be split.
-    """
-
-    SAMPLES = 3
-    RECHECK = 16
-
-    def __init__(self, candidates: list, labels: list):
-        self.candidates = candidates
-        self.labels = labels
-        self.times: list = [collections.deque(maxlen=self.SAMPLES) for _ in candidates]
-        self.calls = 0
-        self.chosen = None            # the index of the candidate in use (None while sampling)
-        self.chosen_label = None
-
-    def __call__(self, *args):
-        self.calls += 1
-        k = self._next()
-        t0 = time.perf_counter()
-        res = self.candidates[k](*args)
-        self.times[k].append(time.perf_counter() - t0)
-        # choose after sampling and after each recheck (the chosen one's own timings are then as recent)
-        if k != self.chosen and all(len(t) == self.SAMPLES for t in self.times):
-            best = min(range(len(self.candidates)), key=lambda i: statistics.median(self.times[i]))
-            self.chosen, self.chosen_label = best, self.labels[best]
-        return res
-
-    def _next(self) -> int:
-        """The candidate this call runs: the chosen one, or one due for sampling or a recheck."""
-        n = len(self.candidates)
-        if self.chosen is None:
-            return (self.calls - 1) % n
-        if n > 1 and self.calls % self.RECHECK == 0:
-            return (self.chosen + 1 + (self.calls // self.RECHECK) % (n - 1)) % n     # the others in turn
-        return self.chosen
-
-
 # ------------------------------------------------------------------ kernels
 def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Optional[dict] = None) -> Callable:
     """Generate the kernel for concrete input shapes (strategy from the cost model); `scalars`: {input position:
@@ -169,22 +121,7 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
         if fn is None:
             choice.strategy = "numpy"
     if choice.strategy == "chunked":
-        straight = build_straight(program, shapes)
-        chunked = build_chunked(program, shapes, layout_box[-1], straight)
-        if choice.elements >= NATIVE_MIN_ELEMENTS:
-            layout = layout_box[-1]
-            chunked = Promoting(chunked, lambda: native_backend.build(program, shapes, layout))
-        serial = _bind_runner(chunked, run_serial)
-        threads = opts.threads if opts.threads is not None else min(parallel.cores(), 8)
-        if threads > 1 and choice.elements >= THREAD_MIN_ELEMENTS:
-            threaded = _bind_runner(chunked, make_threaded_runner(threads))
-            if opts.threads is None:
-                fn = Autotuned([serial, threaded], ["serial", f"{threads} threads"])
-            else:
-                fn = threaded
-        else:
-            fn = serial
-        fn.source = chunked.source
+        fn = _tuned_chunked(program, shapes, layout_box[-1], opts, choice.elements)
     elif fn is None:
         fn = build_straight(program, shapes)
     try:
@@ -195,79 +132,22 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
     return fn
 
 
-class Promoting:
-    """A big chunked kernel that, once called `PROMOTE_AFTER` times, tries its compiled variant
-    (native_backend.py: the arithmetic runs as numba loops; only with the `[native]` extra) and keeps it
-    if it measures faster.
-
-    At the promoting call the variant is built (numba's start-up and compile: seconds, once) and run beside
-    the NumPy kernel on that call's inputs: it is kept only if every output is bitwise equal.  The next
-    calls alternate between the two, `SAMPLES` timings each, and the lower median runs from then on.  A
-    kernel of a process that never calls it that often never imports numba."""
-
-    SAMPLES = 3
-
-    def __init__(self, chunked: Callable, make_native: Callable):
-        self.fn = self.numpy = chunked
-        self.source = chunked.source
-        self.make_native = make_native
-        self.native = None
-        self.calls = 0
-        self.times: tuple = ([], [])       # the NumPy kernel's, the native one's
-        self.state = "numpy"               # "numpy" -> ("trial" ->) "settled"
-        self._lock = threading.Lock()
-
-    def __call__(self, run, *arrays):
-        if self.state != "settled":
-            self.calls += 1
-            if self.state == "trial":
-                return self._timed(run, arrays)
-            if self.calls >= PROMOTE_AFTER:
-                return self._promote(run, arrays)
-        return self.fn(run, *arrays)
-
-    def _promote(self, run, arrays):
-        with self._lock:
-            if self.state != "numpy":
-                return self.fn(run, *arrays)
-            self.state = "settled"
-            want = self.numpy(run, *arrays)
-            native = self.make_native()
-            if native is not None and _same_bits(want, native(run_serial, *arrays)):
-                self.native = native
-                self.state = "trial"
-            return want
-
-    def _timed(self, run, arrays):
-        k = self.calls % 2
-        t0 = time.perf_counter()
-        res = (self.numpy, self.native)[k](run, *arrays)
-        self.times[k].append(time.perf_counter() - t0)
-        if min(len(t) for t in self.times) >= self.SAMPLES and self.state == "trial":
-            faster = statistics.median(self.times[1]) < statistics.median(self.times[0])
-            self.fn = self.native if faster else self.numpy
-            self.state = "settled"
-        return res
-
-
-def _same_bits(a, b) -> bool:
-    """Equal dtypes, shapes and bits, NaN at the same places (any NaN equals any NaN: the fusion's documented
-    equality; a NaN's sign may differ)."""
-    a, b = (a, b) if isinstance(a, tuple) else ((a,), (b,))
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        x, y = np.asarray(x), np.asarray(y)
-        if x.dtype != y.dtype or x.shape != y.shape:
-            return False
-        if x.dtype.kind == "f":
-            nan = np.isnan(x)
-            if not np.array_equal(nan, np.isnan(y)):
-                return False
-            x, y = x[~nan], y[~nan]
-        if x.tobytes() != y.tobytes():
-            return False
-    return True
+def _tuned_chunked(program, shapes, layout, opts: FusionOptions, elements: int) -> Callable:
+    """The chunked kernel with its runners: serial, and split over the pool if big enough and allowed
+    (`opts.threads`: None lets the timings choose, 1 never splits, more always splits)."""
+    straight = build_straight(program, shapes)
+    chunked = build_chunked(program, shapes, layout, straight)
+    threads = opts.threads if opts.threads is not None else min(parallel.cores(), 8)
+    runners = [("serial", run_serial)]
+    if threads > 1 and elements >= THREAD_MIN_ELEMENTS:
+        split = (f"{threads} threads", make_threaded_runner(threads))
+        runners = [runners[0], split] if opts.threads is None else [split]
+    make_native = None
+    if elements >= NATIVE_MIN_ELEMENTS:
+        make_native = lambda: native_backend.build(program, shapes, layout)  # noqa: E731
+    elif len(runners) == 1:          # nothing to choose: the plain kernel, no timing
+        return _bind_runner(chunked, runners[0][1])
+    return TunedKernel(chunked, runners, make_native, PROMOTE_AFTER)
 
 
 def _bind_runner(chunked: Callable, run: Callable) -> Callable:

@@ -21,7 +21,7 @@ passes a dict of these fields to the pass.
 strategy regardless of the cost model when that strategy can run the program
 (tests and benchmarks).  `threads=None` means
 "split large tensors over up to `eager.parallel.cores()` threads of the
-kernel pool when that measures faster" (see kernel.py's autotuning);
+kernel pool when that measures faster" (see autotune.py);
 `threads=1` never splits; a larger number always splits large tensors over
 that many threads.
 

@@ -67,34 +67,3 @@ def test_set_options_changes_the_default_for_every_thread():
     finally:
         fusion.set_options(**{"min_ops": old.min_ops})
 
-
-def test_autotuned_kernel_revisits_its_choice_when_timings_change(monkeypatch):
-    """A choice made while one candidate was slow (serial wins on a busy machine) is revisited: every
-    RECHECK-th call runs the other candidate, and once its recent timings are lower it is used."""
-    from graph_runtime.fusion import kernel
-    cost = {"a": 1.0, "b": 2.0}
-    clock = [0.0]
-    ran: list = []
-
-    def candidate(label):
-        def run(x):
-            clock[0] += cost[label]
-            ran.append(label)
-            return x
-        return run
-
-    monkeypatch.setattr(kernel.time, "perf_counter", lambda: clock[0])
-    tuned = kernel.Autotuned([candidate("a"), candidate("b")], ["a", "b"])
-    for _ in range(6):
-        assert tuned(7) == 7
-    assert tuned.chosen_label == "a" and ran == ["a", "b"] * 3
-    cost["b"] = 0.5                     # the other candidate became faster (a core came free)
-    ran.clear()
-    for _ in range(2 * kernel.Autotuned.RECHECK - 6):    # up to the second recheck
-        tuned(0)
-    assert tuned.chosen_label == "b"
-    assert ran.count("b") == 2          # it took two rechecks (a median of three timings) to switch
-    ran.clear()
-    for _ in range(10):
-        tuned(0)
-    assert ran == ["b"] * 10

@@ -127,7 +127,8 @@ def test_save_and_load_weights_round_trip(tmp_path):
         np.testing.assert_array_equal(wa, wb)
     raw = path.read_bytes()                          # the documented layout: safetensors, JSON header
     header = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])
-    assert header["__metadata__"] == {"format": "graphjit.keras.weights", "version": "2"}
+    meta = header["__metadata__"]
+    assert meta.pop("graphjit.sha256") and meta == {"format": "graphjit.keras.weights", "version": "3"}
     assert header[f"0000/{a.layers[0].name}/kernel"]["shape"] == [5, 4]
     wrong = keras.Sequential([keras.Input((6,)), L.Dense(4), L.BatchNormalization(), L.Dense(2)])
     before = wrong.get_weights()
