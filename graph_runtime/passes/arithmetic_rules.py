@@ -231,6 +231,25 @@ def _add_n(b, m):
     return b.emit("AddN", x, y, z)        # AddN sums left to right: (x + y) + z, bitwise the same
 
 
+def _full_fill_value(b, m, y):
+    """The one-element value `s` every element of ReduceGrad(dy, x) holds when it reduces all of x's axes
+    (dy for a sum, dy * (1/n) for a mean, as its kernel computes per element), or None."""
+    dy, x, rg = m["dy"], m["x"], m["rg_op"]
+    dims = x._shape._dims
+    if not (_is_float(y) and b.same_as_output(y) and dims is not None and None not in dims
+            and dy._dtype is y._dtype):
+        return None
+    ddims = dy._shape._dims
+    axis = rg._attrs.get("axis")
+    reduced = set(range(len(dims))) if axis is None else {a % max(len(dims), 1) for a in axis}
+    if ddims is None or None in ddims or int(np.prod(ddims)) != 1 or reduced != set(range(len(dims))):
+        return None
+    if not rg._attrs.get("mean"):
+        return dy
+    n = max(int(np.prod(dims)), 1)
+    return b.emit("Mul", dy, b.const(np.asarray(y._dtype.np_dtype.type(1.0 / n))))
+
+
 def _mul_reduce_grad(b, m):
     """y * ReduceGrad(dy, x) over all of x's axes -> y * s, s = dy (sum) or dy * (1/n) (mean) as one element.
 
@@ -239,21 +258,23 @@ def _mul_reduce_grad(b, m):
     pass can then put the product in the group of y's producer.  Floats only (integer means divide);
     y must have the product's exact static shape (s must not broadcast y).
     """
-    y, dy, x, rg = m["y"], m["dy"], m["x"], m["rg_op"]
-    dims = x._shape._dims
-    if not (_is_float(y) and b.same_as_output(y) and dims is not None and None not in dims
-            and tuple(dims) == tuple(y._shape._dims) and dy._dtype is y._dtype):
+    y = m["y"]
+    if m["x"]._shape._dims is None or tuple(m["x"]._shape._dims) != tuple(y._shape._dims or ()):
         return None
-    ddims = dy._shape._dims
-    axis = rg._attrs.get("axis")
-    reduced = set(range(len(dims))) if axis is None else {a % max(len(dims), 1) for a in axis}
-    if ddims is None or None in ddims or int(np.prod(ddims)) != 1 or reduced != set(range(len(dims))):
-        return None
-    if not rg._attrs.get("mean"):
-        return b.emit("Mul", y, dy)
-    n = max(int(np.prod(dims)), 1)
-    scale = b.const(np.asarray(y._dtype.np_dtype.type(1.0 / n)))
-    return b.emit("Mul", y, b.emit("Mul", dy, scale))
+    s = _full_fill_value(b, m, y)
+    return None if s is None else b.emit("Mul", y, s)
+
+
+def _mul_reshaped_reduce_grad(b, m):
+    """y * ExpandDims(ReduceGrad(dy, x)) (or a Reshape of it) over all of x's axes -> y * s.
+
+    A per-example loss's mean (softmax cross-entropy) reaches its backprop as `expand_dims(g, -1) *
+    backprop` with g that fill: every element of the reshaped fill is still s, and y has the product's
+    static shape (same_as_output), so y * s gives the same bits without the fill and the reshape.
+    """
+    y = m["y"]
+    s = _full_fill_value(b, m, y)
+    return None if s is None else b.emit("Mul", y, s)
 
 
 def _ones_like_small(b, m):
@@ -302,6 +323,12 @@ RULES = [
          doc="(x + y) + z -> AddN(x, y, z) (same static shapes)"),
     Rule("mul_reduce_grad", P("Mul", V("y"), P("ReduceGrad", V("dy"), V("x"), name="rg"), commute=True),
          _mul_reduce_grad, doc="y * ReduceGrad(dy, x) over every axis -> y * (dy or dy * 1/n): no x-sized fill"),
+    Rule("mul_expanded_reduce_grad",
+         P("Mul", V("y"), P("ExpandDims", P("ReduceGrad", V("dy"), V("x"), name="rg")), commute=True),
+         _mul_reshaped_reduce_grad, doc="y * expand_dims(ReduceGrad(dy, x)) over every axis -> y * s: no fill"),
+    Rule("mul_reshaped_reduce_grad",
+         P("Mul", V("y"), P("Reshape", P("ReduceGrad", V("dy"), V("x"), name="rg"), V("shape")), commute=True),
+         _mul_reshaped_reduce_grad, doc="y * reshape(ReduceGrad(dy, x)) over every axis -> y * s: no fill"),
     Rule("ones_like_small", P("OnesLike", V("x")), _ones_like_small,
          doc="ones_like(x) -> constant ones when x's static shape is known and at most 64 elements"),
     # more accurate forms (not bitwise)

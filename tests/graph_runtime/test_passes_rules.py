@@ -108,6 +108,30 @@ def test_a_product_with_a_full_reduce_grad_multiplies_by_one_element(reduce):
     assert details.get("mul_reduce_grad") == 1, details
 
 
+LABELS = np.array([[0.0, 1.0, 0.0], [0.25, 0.25, 0.5]], np.float32)
+
+
+@pytest.mark.parametrize("loss,rule", [
+    # a per-example loss's mean: its gradient reaches the backprop as expand_dims(fill, -1) * backprop
+    (lambda x: ek.reduce_mean(ek.nn.softmax_cross_entropy_with_logits(labels=ek.constant(LABELS), logits=x)),
+     "mul_expanded_reduce_grad"),
+    (lambda x: ek.reduce_sum(ek.nn.softmax_cross_entropy_with_logits(labels=ek.constant(LABELS), logits=x)),
+     "mul_expanded_reduce_grad"),
+    # a reshaped loss: the fill comes back through a Reshape
+    (lambda x: ek.reduce_mean(ek.reshape(ek.square(x), [6])), "mul_reshaped_reduce_grad"),
+])
+def test_a_product_with_a_reshaped_full_reduce_grad_multiplies_by_one_element(loss, rule):
+    ts, details = _arith(lambda x: gr.gradients(loss(x), [x])[0])      # bitwise on nan, inf, -0 (SPECIAL)
+    assert details.get(rule) == 1, details
+    assert "ReduceGrad" not in ts
+
+
+def test_a_reshaped_partial_reduce_grad_is_not_one_element():
+    # a mean over one axis only: the fill holds one value per row, not one value
+    ts, details = _arith(lambda x: gr.gradients(ek.reduce_mean(ek.reshape(ek.square(x), [3, 2]), axis=0), [x])[0])
+    assert "mul_reshaped_reduce_grad" not in details and "ReduceGrad" in ts
+
+
 def test_ones_like_of_a_small_known_shape_is_a_constant():
     ts, details = _arith(lambda x: ek.ones_like(ek.reduce_sum(x, axis=0)) * x)
     assert details.get("ones_like_small") == 1 and "OnesLike" not in ts
