@@ -19,7 +19,11 @@
 
 It computes exactly what calling the VJP plan once per iteration did (the
 same kernels, the same sums in the same order), without a plan call, an
-argument list and a result tuple per iteration.  A capture's sum is added
+argument list and a result tuple per iteration; except that a capture's
+cotangent that is a weight term (`x_t.T @ dz_t`, or `dz_t` summed over its
+rows) is summed over all iterations by one GEMM or one reduction after the
+walk, which keeps only its operands (summed_products.py: the same sum in
+another order; `GRAPHJIT_LOOP_GRAD_GEMM=0` keeps the per-iteration sums).  A capture's sum is added
 into its buffer once the kernel allocated one (`own*`: the first term may be a
 value the plan returned by reference, never written); the shape and dtype test
 is emitted only for cotangents whose static shape is not fully known.
@@ -35,12 +39,14 @@ import numpy as np
 
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
+from . import summed_products
 from .plans import body_plan, cached
 
 
 def grad_loop(vjp, feeds: tuple, n_dy: int, n_extra: int, outputs=None) -> Plan:
     """The generated backward loop of a WhileGrad (module docstring); cached on `vjp`."""
-    key = ("grad_loop", tuple(feeds), n_dy, n_extra, None if outputs is None else tuple(outputs))
+    key = ("grad_loop", tuple(feeds), n_dy, n_extra, None if outputs is None else tuple(outputs),
+           summed_products.enabled())
 
     def make():
         return (None, _generate(body_plan(vjp, (), True, outputs), feeds, n_dy, n_extra))
@@ -71,12 +77,17 @@ def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     n_acc = len(plan.returns) - n_dy
     # names: d* e* x* acc* own* s t g n hist are ours; the Emitter's closure names are c*, k*, a*, s<n>, _*
     lines: list = [(f"acc{c} = None; own{c} = False", None) for c in range(n_acc)]
+    deferred = summed_products.find(plan, n_dy)
+    rewrite, before, after = summed_products.rewrites(plan, em, deferred)
+    lines.extend(before)
     lines.append(("for t in range(n - 1, -1, -1):", None))
     inner: list = [("s = hist[t]", None)]
-    inner.extend(emit_steps(plan, em, reg, Registers(), keep=keep))
+    inner.extend(emit_steps(plan, em, reg, Registers(), keep=keep, rewrite=rewrite or None))
     items = return_items(plan, em, reg)
     add = em.bind("_add", np.add)
     for c, (item, ret) in enumerate(zip(items[n_dy:], plan.returns[n_dy:])):
+        if c in deferred:
+            continue                          # summed after the walk (summed_products.py)
         a, o = f"acc{c}", f"own{c}"
         inner += [(f"g = {item}", None),
                   (f"if {a} is None: {a} = g", None),
@@ -86,6 +97,7 @@ def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     if moved:
         inner.append((f"{', '.join(d for d, _ in moved)} = {', '.join(item for _, item in moved)}", None))
     lines.extend(("    " + text, si) for text, si in inner)
+    lines.extend(after)
     results = [f"d{j}" for j in range(n_dy)] + [f"acc{c}" for c in range(n_acc)]
     lines.append((f"return ({', '.join(results)}{',' if len(results) == 1 else ''})", None))
     signature = ", ".join(["n", "hist"] + [f"d{j}" for j in range(n_dy)] + [f"e{k}" for k in range(n_extra)]

@@ -7,6 +7,7 @@ import pytest
 import eager as ek
 import graph_runtime as gr
 from graph_runtime import fusion
+from graph_runtime.control_flow import summed_products
 from graph_runtime.control_flow.plans import compiled_plans
 from tracing import function
 
@@ -264,9 +265,11 @@ def test_loop_errors_name_the_failing_body_op():
             sess.run(y, {x: np.ones((4, 3), np.float32)})
 
 
-def test_while_gradient_runs_one_generated_backward_loop_with_numpy_s_sums():
-    """The backward walk is one generated function; capture cotangents are summed from the last iteration
-    to the first (float64: the same additions in the same order as this NumPy BPTT, so equal bits)."""
+def test_while_gradient_runs_one_generated_backward_loop_with_numpy_s_sums(monkeypatch):
+    """The backward walk is one generated function; with the weight terms summed per iteration (the
+    one-GEMM sums off: test_loop_grad_gemm.py), capture cotangents are summed from the last iteration to
+    the first (float64: the same additions in the same order as this NumPy BPTT, so equal bits)."""
+    monkeypatch.setattr(summed_products, "enabled", lambda: False)
     xs, wx, wh, b = [v.astype(np.float64) for v in rnn_inputs(steps=9)]
     g = gr.Graph()
     with g.as_default():
@@ -284,7 +287,7 @@ def test_while_gradient_runs_one_generated_backward_loop_with_numpy_s_sums():
             want[k] = term if want[k] is None else want[k] + term
         dh = dz @ wh.T
     for a, e in zip(got, want):
-        np.testing.assert_allclose(a, e, rtol=1e-12)
+        np.testing.assert_array_equal(a, e)
     vjp = _op(g, "WhileGrad").get_attr("vjp")
     loops = compiled_plans(vjp, "grad_loop")
     assert loops and "for t in range(n - 1, -1, -1):" in loops[0].source
