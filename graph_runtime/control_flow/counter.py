@@ -11,8 +11,10 @@ scalars each iteration:
     if t0 < end: v0 = _ct(end - 1) + s3        # the counter's last step, as the body computed it
 
 The counter `v` must be a rank-0 int32/int64 loop variable, `N` a constant of
-its dtype, and the body's result for `v` the step `v + 1` (AddV2 with a
-constant 1 of the same dtype).  The iterations are the same: the condition
+its dtype or a rank-0 capture of its dtype (`for i in range(n)` over a
+tensor `n`: fixed for the whole loop, read once, `end = int(x1)`), and the
+body's result for `v` the step `v + 1` (AddV2 with a constant 1 of the same
+dtype).  The iterations are the same: the condition
 holds exactly for `start <= t < N`, and `maximum_iterations` caps their
 number as the `i >= lim` check did (a negative limit runs none).
 
@@ -43,11 +45,16 @@ _STEPS = ("AddV2", "Add")
 
 class Counter(NamedTuple):
     var: int              # the loop variable's index (its value id in both plans)
-    stop: int             # N
+    stop: object          # N: an int, or the capture's position among the captures (`stop_is_capture`)
     step_index: int       # the body step computing `v + 1`
     one: object           # the step's constant 1 (a NumPy scalar of the counter's dtype)
     scalar_type: type     # the counter's NumPy scalar type
     substitute: bool      # the body reads `t` and the step is computed once after the loop
+    stop_is_capture: bool = False
+
+    def end(self) -> str:
+        """The expression of the loop's end (before `maximum_iterations` caps it)."""
+        return f"int(x{self.stop})" if self.stop_is_capture else str(int(self.stop))
 
 
 def reads(bplan, var: int, captured) -> dict:
@@ -85,7 +92,8 @@ def find(cplan, bplan, n: int) -> Optional[Counter]:
             or cplan.returns[0].kind != "value" or cplan.returns[0].vid != less.outputs[0]):
         return None
     var, limit = less.inputs
-    if var >= n or limit not in cplan.consts or not all(_int_scalar(t) for t in less.op.inputs):
+    captured = n <= limit < len(cplan.feeds)
+    if var >= n or not (limit in cplan.consts or captured) or not all(_int_scalar(t) for t in less.op.inputs):
         return None
     dtype = less.op.inputs[0].dtype
     if less.op.inputs[1].dtype is not dtype:
@@ -94,8 +102,8 @@ def find(cplan, bplan, n: int) -> Optional[Counter]:
     if found is None:
         return None
     si, one = found
-    return Counter(var, int(np.asarray(cplan.consts[limit])), si, one, dtype.as_numpy_dtype,
-                   _substitutable(bplan, var, si))
+    stop = limit - n if captured else int(np.asarray(cplan.consts[limit]))
+    return Counter(var, stop, si, one, dtype.as_numpy_dtype, _substitutable(bplan, var, si), captured)
 
 
 def _step_of(bplan, var: int, dtype):

@@ -196,7 +196,7 @@ def _cond_lines(cplan: Plan, em: Emitter, inputs: dict, regs: Registers, has_max
 
 def _counted_head(count, has_max: bool) -> list:
     """A counted loop's head (counter.py): the range of the counter, capped by `maximum_iterations`."""
-    lines = [(f"t0 = int(v{count.var}); end = {int(count.stop)}", None)]
+    lines = [(f"t0 = int(v{count.var}); end = {count.end()}", None)]
     if has_max:
         lines.append(("end = min(end, t0 + lim)", None))
     lines.append(("for t in range(t0, end):", None))

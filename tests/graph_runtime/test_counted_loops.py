@@ -158,3 +158,75 @@ def test_reads_in_range_take_the_row_directly(start, stop, product):
 def test_reads_out_of_range_raise_the_reads_error(start, stop, index, product):
     with pytest.raises(InvalidArgumentError, match=f"TensorListGetItem.*index {index}"):
         run_read_twice(start=start, stop=stop, product=product)
+
+
+# ------------------------------------------------------------------ a limit captured by the loop
+def rnn_to(xs, n, start=0, max_iter=None, counted=True):
+    """The RNN for t from `start` while `t < n`, `n` a tensor the loop captures (or `n > t`: not counted)."""
+    ta = ek.TensorArray("float32", size=xs.shape[0]).unstack(xs)
+
+    def body(t, h):
+        return t + 1, ek.tanh(ek.matmul(ta.read(t), WX) + ek.matmul(h, WH))
+    cond = (lambda t, h: t < n) if counted else (lambda t, h: ek.greater(n, t))
+    start = ek.constant(start, n.dtype)
+    return ek.while_loop(cond, body, [start, ek.zeros((3, 5))], maximum_iterations=max_iter)
+
+
+def run_to(n, dtype="int32", **kw):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float32", XS.shape)
+        limit = gr.placeholder(dtype, [])
+        out = rnn_to(x, limit, **kw)
+    with gr.Session(graph=g) as sess:
+        got = sess.run(out, {x: XS, limit: np.asarray(n, dtype)})
+    body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    return got, compiled_plans(body, "loop")[0].source
+
+
+@pytest.mark.parametrize("n, start, max_iter", [(8, 0, None), (6, 2, None), (0, 0, None), (-3, 0, None),
+                                                (8, 0, 3), (2, 5, None), (7, 1, 0)])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_a_captured_limit_makes_a_counted_loop(n, start, max_iter, dtype):
+    got, source = run_to(n, dtype, start=start, max_iter=max_iter)
+    assert "end = int(x" in source and "for t in range(t0, end):" in source
+    general, gsource = run_to(n, dtype, start=start, max_iter=max_iter, counted=False)
+    assert "while True:" in gsource
+    check_same(got, general)
+    limit = ek.constant(n, dtype)
+    t, h = rnn_to(ek.constant(XS), limit, start=start, max_iter=max_iter)
+    check_same(got, (t.numpy(), h.numpy()))
+    fn_t, fn_h = function(lambda x, m: rnn_to(x, m, start=start, max_iter=max_iter))(XS, limit)
+    check_same(got, (np.asarray(fn_t), np.asarray(fn_h)))
+
+
+def test_a_captured_limit_past_the_end_raises_the_reads_error():
+    with pytest.raises(InvalidArgumentError, match="TensorListGetItem.*index 8"):
+        run_to(10)
+
+
+def test_for_over_a_tensor_range_runs_counted_in_a_function():
+    def total(x, n):
+        s = ek.zeros((4,))
+        for i in ek.range(n):
+            s = s + x[i] * ek.cast(i, "float32")
+        return s
+    x = RNG.standard_normal((6, 4)).astype(np.float32)
+    traced = function(total)
+    for n in (0, 3, 6):
+        want = sum((x[i] * np.float32(i) for i in range(n)), np.zeros(4, np.float32))
+        np.testing.assert_array_equal(traced(x, ek.constant(n)).numpy(), want)
+        np.testing.assert_array_equal(total(ek.constant(x), ek.constant(n)).numpy(), want)
+    graph = traced.get_concrete_function(x, ek.constant(3)).graph
+    body = next(o for o in graph.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    assert any("end = int(x" in p.source for p in compiled_plans(body, "loop"))
+
+
+def test_a_limit_that_is_a_loop_variable_is_not_counted():
+    g = gr.Graph()
+    with g.as_default():
+        out = ek.while_loop(lambda i, m: i < m, lambda i, m: (i + 1, m - 1), [ek.constant(0), ek.constant(9)])
+    with gr.Session(graph=g) as sess:
+        i, m = sess.run(out)
+    body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    assert "while True:" in compiled_plans(body, "loop")[0].source and (i, m) == (5, 4)
