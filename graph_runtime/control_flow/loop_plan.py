@@ -50,6 +50,8 @@ from __future__ import annotations
 from .. import deadline
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
+from eager.tensor_array import GET_ITEM
+
 from . import counter, row_products, scratch_products
 from .plans import body_plan, cached
 
@@ -68,10 +70,11 @@ def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize
     return cached(body_g, key, make)
 
 
-def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, counted: dict):
+def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, counted: dict, dtype=None):
     """`emit_steps` rewrites computing the body's `ta.read(i) @ W` products a block of rows at a time
     (row_products.py), and the lines setting up their state before the loop.  `counted`: {read step
-    index: buffer register} of a counted loop's reads at its counter (they index by `t`)."""
+    index: buffer register} of a counted loop's reads at its counter (they index by `t`; `x[t]` among them
+    too), `dtype` the counter's NumPy type."""
     rewrite: dict = {}
     init: list = []
     uses: dict = {}
@@ -82,7 +85,8 @@ def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, count
         if r.kind == "value":
             uses[r.vid] = uses.get(r.vid, 0) + 1
     rows = None
-    for si, (gi, buf, w) in row_products.find(bplan, captured).items():
+    row_reads = {gi for gi in counted if bplan.steps[gi].op.type != GET_ITEM.name}
+    for si, (gi, buf, w) in row_products.find(bplan, captured, row_reads).items():
         if gi in rewrite:
             continue                      # a read feeding two products: the first one only
         rows = rows or em.bind("_rows", row_products.rows_times)
@@ -93,12 +97,14 @@ def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, count
 
         def read(line, regs_in, targets, q=q, only_use=only_use, gi=gi):
             index, buf = ("t", counted[gi]) if gi in counted else (regs_in[1], None)
-            full = line if buf is None else counter.fast_read(line, buf)
+            full = line if buf is None else counter.fast_read(line, buf, bplan.steps[gi], regs_in, em, dtype)
             return [(f"{q} = {index}" + ("" if only_use else f"; {full}"), gi)]
+        row = (f", {em.bind('_rr', counter.row_reader(bplan, bplan.steps[gi], dtype))}" if gi in row_reads
+               else "")
 
-        def product(line, regs_in, targets, q=q, pq=pq, pn=pn, pz=pz, gi=gi, si=si, buf=inputs[buf]):
+        def product(line, regs_in, targets, q=q, pq=pq, pn=pn, pz=pz, gi=gi, si=si, buf=inputs[buf], row=row):
             return [(f"if not ({q} == {pn} and {pq}): {pq}, {pn}, {pz} = {rows}({buf}, {regs_in[1]}, {q}, {pn}, "
-                     f"{pz})", gi),
+                     f"{pz}{row})", gi),
                     (f"{targets[0]} = {pq}.pop(); {pn} += 1", si)]
         rewrite[gi], rewrite[si] = read, product
     return rewrite, init
@@ -144,10 +150,15 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     offset = len(cplan.steps)
     captured = range(n, n + n_caps)
     counted = {} if count is None else {gi: inputs[b] for gi, b in counter.reads(bplan, count.var, captured).items()}
-    rewrite, init = _row_products(bplan, em, inputs, captured, counted)
+    dtype = None if count is None else count.scalar_type
+    rewrite, init = _row_products(bplan, em, inputs, captured, counted, dtype)
     for gi, buf in counted.items():
         if gi not in rewrite:
-            rewrite[gi] = lambda line, regs_in, targets, gi=gi, buf=buf: [(counter.fast_read(line, buf), gi)]
+            rewrite[gi] = lambda line, regs_in, targets, gi=gi, buf=buf: [
+                (counter.fast_read(line, buf, bplan.steps[gi], regs_in, em, dtype), gi)]
+    if counted:
+        for pi in counter.index_packs(bplan, count.var, counted):
+            rewrite[pi] = lambda line, regs_in, targets: []          # the reads index by `t`
     if counted:
         bounds = " and ".join(f"end <= {b}.shape[0]" for b in sorted(set(counted.values())))
         init.append(f"rd = t0 >= 0 and {bounds}")

@@ -34,10 +34,11 @@ MAX_BLOCK = 64
 _FLOATS = ("float32", "float64")
 
 
-def find(plan, captured) -> dict:
+def find(plan, captured, row_reads=()) -> dict:
     """{matmul step index: (read step index, buffer value id, weight value id)} for the body plan's pairs
     `matmul(TensorListGetItem(buffer, i), w)` with `buffer` and `w` among `captured` value ids (or
-    constants), both operands of rank 2 and of the same float dtype, with inner sizes known to agree."""
+    constants), both operands of rank 2 and of the same float dtype, with inner sizes known to agree.
+    Steps in `row_reads` (a counted loop's `x[t]`, counter.py) count as reads of their first input."""
     found = {}
     producer = {}
     for si, step in enumerate(plan.steps):
@@ -52,11 +53,12 @@ def find(plan, captured) -> dict:
         if gi is None or (w not in captured and w not in plan.consts) or a == w:
             continue
         read = plan.steps[gi]
-        if read.noop or read.op.type != GET_ITEM.name or read.inputs[0] not in captured:
+        is_row = gi in row_reads
+        if read.noop or not (is_row or read.op.type == GET_ITEM.name) or read.inputs[0] not in captured:
             continue
         x, y = step.op.inputs
         if (x.shape.rank != 2 or y.shape.rank != 2 or x.dtype is not y.dtype or x.dtype.name not in _FLOATS
-                or read.op.inputs[1].shape.rank != 0):
+                or (not is_row and read.op.inputs[1].shape.rank != 0)):
             continue
         if x.shape.dims[1] is None or x.shape.dims[1] != y.shape.dims[0]:
             continue      # inner sizes known to agree: the stacked matmul cannot fail on the read's line
@@ -64,14 +66,18 @@ def find(plan, captured) -> dict:
     return found
 
 
-def rows_times(buffer, w, t, nxt: int, size: int):
+def rows_times(buffer, w, t, nxt: int, size: int, row=None):
     """`(queue, t, size)`: the products `buffer[r] @ w` of a block of rows starting at row `t`, last row
     first (`queue[-1]` is row `t`'s); the block doubles `size` when `t` is `nxt`, the row after the
-    previous block's last handed-out row, else it is one row long."""
+    previous block's last handed-out row, else it is one row long.  `row(buffer, t)`: the read's kernel
+    when it is row indexing `x[t]` (which takes a negative `t` from the end, as Python does)."""
     n = buffer.shape[0]
     i = int(t)
     if i < 0 or i >= n:
-        GET_ITEM.kernel(buffer, t)          # raises the read's error
+        if row is None:
+            GET_ITEM.kernel(buffer, t)      # raises the read's error
+        row(buffer, i)                      # raises the read's error, unless -n <= i < 0
+        i += n
     size = min(2 * size, MAX_BLOCK) if i == nxt else 1
     block = np.matmul(buffer[i:min(n, i + size)], w)
     return list(block[::-1]), i, size

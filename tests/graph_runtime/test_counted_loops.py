@@ -230,3 +230,59 @@ def test_a_limit_that_is_a_loop_variable_is_not_counted():
         i, m = sess.run(out)
     body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
     assert "while True:" in compiled_plans(body, "loop")[0].source and (i, m) == (5, 4)
+
+
+# ------------------------------------------------------------------ x[t]: row indexing at the counter
+def rnn_getitem(xs, start, stop, counted=True, twice=False):
+    """The RNN over `xs[t]` (StridedSlice of Pack(t)); with `twice` the row is read again beside the
+    product (the read itself runs, not only its row's product)."""
+    def body(t, h):
+        x_t = xs[t]
+        h = ek.tanh(ek.matmul(x_t, WX) + ek.matmul(h, WH))
+        return t + 1, (h + ek.reduce_sum(x_t) if twice else h)
+    cond = (lambda t, h: t < stop) if counted else (lambda t, h: ek.greater(ek.constant(stop), t))
+    return ek.while_loop(cond, body, [ek.constant(start), ek.zeros((3, 5))])
+
+
+def run_getitem(start, stop, with_grads=False, **kw):
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder("float32", XS.shape)
+        t, h = rnn_getitem(x, start, stop, **kw)
+        fetch = [t, h] + (gr.gradients(ek.reduce_sum(h), [x]) if with_grads else [])
+    with gr.Session(graph=g) as sess:
+        got = sess.run(fetch, {x: XS})
+    body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+    return got, [p.source for p in compiled_plans(body, "loop")]
+
+
+@pytest.mark.parametrize("twice", [False, True])
+@pytest.mark.parametrize("start, stop", [(0, 8), (2, 6), (-3, 2), (-8, 8), (5, 5)])
+def test_row_indexing_at_the_counter_takes_rows_and_products_directly(start, stop, twice):
+    (t, h), sources = run_getitem(start, stop, twice=twice)
+    (src,) = sources
+    assert "for t in range(t0, end):" in src and "(v0)" not in src.split("for t in")[1]    # no Pack of t
+    assert ("_rr" in src) and (("x0[t] if rd else" in src) == twice)
+    if start >= 0:
+        assert "v0 + " not in src                   # the counter is stepped once, after the loop
+    (gt, gh), gsources = run_getitem(start, stop, counted=False, twice=twice)
+    assert "while True:" in gsources[0]
+    check_same((t, h), (gt, gh))
+    et, eh = rnn_getitem(ek.constant(XS), start, stop, twice=twice)
+    check_same((t, h), (et.numpy(), eh.numpy()))
+    ft, fh = function(lambda x: rnn_getitem(x, start, stop, twice=twice))(XS)
+    check_same((t, h), (np.asarray(ft), np.asarray(fh)))
+
+
+def test_row_indexing_gradients_equal_the_general_loops():
+    got, _ = run_getitem(1, 7, with_grads=True, twice=True)
+    want, _ = run_getitem(1, 7, with_grads=True, twice=True, counted=False)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("twice", [False, True])
+@pytest.mark.parametrize("start, stop", [(5, 10), (-9, 2)])
+def test_row_indexing_out_of_range_raises_the_slices_error(start, stop, twice):
+    with pytest.raises(InvalidArgumentError, match="StridedSlice.*out of bounds"):
+        run_getitem(start, stop, twice=twice)
