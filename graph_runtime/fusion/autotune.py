@@ -19,10 +19,12 @@ kernel.  So the choice (`Chooser`) is made from many timings and revisited:
   never flips the choice, and two variants within noise of each other do not
   alternate.
 - **Back-off.** A recheck that confirms the incumbent doubles the interval to
-  the next one (from `RECHECK` calls up to `MAX_RECHECK`); a recheck that finds
-  the challenger faster brings it back to `RECHECK`, so a change of load is
-  confirmed (or refuted) within a few rechecks.  A recheck costs one slower
-  call in `RECHECK` at most.
+  the next one (from `RECHECK` calls up to `MAX_RECHECK`): a recheck costs one
+  slower call in `RECHECK` at most, and fewer while the choice holds.  A
+  recheck that finds the challenger faster brings the interval back to
+  `RECHECK`, and the same challenger runs again `CONFIRM` calls later (and
+  again, while it keeps looking faster), so a wrong first choice or a change
+  of load is confirmed or refuted within a few dozen calls, not hundreds.
 
 The clock is `CLOCK[0]` (`time.perf_counter`), read when a `Chooser` is made:
 tests inject a fake one and drive the logic deterministically.
@@ -54,8 +56,9 @@ class Chooser:
     SAMPLES = 5           # timings per candidate before the first choice; the incumbent's recent window
     WINDOW = 3            # recheck ratios per challenger whose median decides a switch
     MARGIN = 0.05         # a challenger must be this much faster (median ratio < 1 - MARGIN) to replace
-    RECHECK = 16          # calls between rechecks after a switch or a suspicious recheck
+    RECHECK = 16          # calls between rechecks at first, after a switch, or after a challenger looked faster
     MAX_RECHECK = 128     # ... and at most, after rechecks that confirmed the incumbent
+    CONFIRM = 4           # calls before a challenger that looked faster runs again
 
     def __init__(self, n: int, labels: Optional[list] = None):
         self.n = n
@@ -63,9 +66,10 @@ class Chooser:
         self.times = [collections.deque(maxlen=self.SAMPLES) for _ in range(n)]
         self.ratios = [collections.deque(maxlen=self.WINDOW) for _ in range(n)]
         self.chosen: Optional[int] = None if n > 1 else 0
-        self.interval = self.RECHECK
+        self.interval = self.RECHECK  # calls between rechecks while no challenger looks faster
         self.since = 0                # calls since the last recheck
         self.turn = 0                 # which challenger is next
+        self.suspect: Optional[int] = None     # a challenger whose last recheck looked faster: it runs next
         self.calls = 0
         self.switches = 0
         self.counts = [0] * n         # calls each candidate ran (reports and tests)
@@ -86,8 +90,10 @@ class Chooser:
             return min(range(self.n), key=lambda i: len(self.times[i]))      # in turns, the fewest first
         if self.n > 1:
             self.since += 1
-            if self.since >= self.interval:
+            if self.since >= (self.interval if self.suspect is None else self.CONFIRM):
                 self.since = 0
+                if self.suspect is not None:
+                    return self.suspect
                 others = [i for i in range(self.n) if i != self.chosen]
                 self.turn += 1
                 return others[self.turn % len(others)]
@@ -108,10 +114,11 @@ class Chooser:
         self.ratios[k].append(ratio)
         faster = ratio < 1.0 - self.MARGIN
         self.interval = self.RECHECK if faster else min(2 * self.interval, self.MAX_RECHECK)
+        self.suspect = k if faster else None
         if len(self.ratios[k]) == self.WINDOW and statistics.median(self.ratios[k]) < 1.0 - self.MARGIN:
             self.chosen = k
             self.switches += 1
-            self.interval = self.RECHECK
+            self.suspect = None
             for r in self.ratios:
                 r.clear()
 

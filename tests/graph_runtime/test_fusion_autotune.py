@@ -75,7 +75,8 @@ def test_a_challenger_faster_by_the_margin_takes_over_after_a_window_of_rechecks
     while ch.chosen_label == "a":
         drive(ch, clock, 1)
     assert clock.ran.count("b") == Chooser.WINDOW     # the median of WINDOW ratios, each 0.5
-    assert len(clock.ran) == Chooser.WINDOW * Chooser.RECHECK   # a faster challenger keeps the interval short
+    # the first recheck after RECHECK calls; a challenger that looked faster runs again CONFIRM calls later
+    assert len(clock.ran) == Chooser.RECHECK + (Chooser.WINDOW - 1) * Chooser.CONFIRM
     assert ch.switches == 1
     clock.ran.clear()
     drive(ch, clock, 10)
@@ -108,11 +109,15 @@ def test_confirming_rechecks_back_off_and_a_suspicious_one_shortens_the_interval
     drive(ch, clock, 16 + 32 + 64 + 128 + 128)
     at = [i + 1 for i, label in enumerate(clock.ran) if label == "b"]
     assert at == [16, 48, 112, 240, 368]        # 16, 32, 64, then MAX_RECHECK apart
-    clock.cost["b"] = 0.5
+    clock.cost["b"] = 0.9                      # faster, but a core is not always free: every other recheck
+    slow = iter([False, True] * 10)
     clock.ran.clear()
-    drive(ch, clock, Chooser.MAX_RECHECK + Chooser.RECHECK)
+    c, r, m = Chooser.CONFIRM, Chooser.RECHECK, Chooser.MAX_RECHECK
+    drive(ch, clock, m + c + 2 * r, costs=lambda label: (2.0 if next(slow) else 0.9) if label == "b" else 1.0)
     at = [i + 1 for i, label in enumerate(clock.ran) if label == "b"]
-    assert at == [Chooser.MAX_RECHECK, Chooser.MAX_RECHECK + Chooser.RECHECK]
+    # faster: again CONFIRM calls later; then slower: the interval doubles from RECHECK
+    assert at == [m, m + c, m + c + 2 * r]
+    assert ch.chosen_label == "b"              # ratios 0.9, 2.0, 0.9: the median is 10% faster
 
 
 def test_a_choice_among_three_rechecks_each_challenger_in_turn(monkeypatch):
