@@ -63,10 +63,13 @@ def _max_pool_kernel(x, ksize, strides, padding):
     out = buffers.empty((x.shape[0], gh[0], gw[0], x.shape[3]), x.dtype)
 
     def window_max(lo, hi):
-        part = out[lo:hi]
-        np.copyto(part, xp[lo:hi][slabs[0]])
-        for sl in slabs[1:]:
-            np.maximum(part, xp[lo:hi][sl], out=part)
+        part, src = out[lo:hi], xp[lo:hi]
+        if len(slabs) == 1:
+            np.copyto(part, src[slabs[0]])
+            return
+        np.maximum(src[slabs[0]], src[slabs[1]], out=part)     # the same maxima in the same order, no copy first
+        for sl in slabs[2:]:
+            np.maximum(part, src[sl], out=part)
     parallel.for_range(window_max, x.shape[0], x.nbytes + out.nbytes)
     return out
 
@@ -101,12 +104,23 @@ def _non_overlapping(x, attrs):
     return gh[0], gw[0], kh, kw
 
 
+def _block_maxima(xb, offsets):
+    """[n, oh, ow, C] maxima of the [n, oh, kh, ow, kw, C] blocks `xb`, offset by offset in row-major order
+    (`np.maximum`'s NaN and tie rules applied in that order, as MaxPool does)."""
+    (i0, j0), rest = offsets[0], offsets[1:]
+    if not rest:
+        return np.array(xb[:, :, i0, :, j0, :])
+    (i1, j1) = rest[0]
+    top = np.maximum(xb[:, :, i0, :, j0, :], xb[:, :, i1, :, j1, :])
+    for i, j in rest[1:]:
+        np.maximum(top, xb[:, :, i, :, j, :], out=top)
+    return top
+
+
 def _first_max_masks(xb, offsets):
     """[((i, j), mask)] for the [n, oh, kh, ow, kw, C] blocks `xb`: `mask` [n, oh, ow, C] marks the windows
     whose first maximum sits at offset (i, j); None when some window has no maximum (it holds NaN)."""
-    top = np.array(xb[:, :, 0, :, 0, :])
-    for i, j in offsets[1:]:
-        np.maximum(top, xb[:, :, i, :, j, :], out=top)
+    top = _block_maxima(xb, offsets)
     masks, seen = [], None
     for i, j in offsets:
         m = xb[:, :, i, :, j, :] == top

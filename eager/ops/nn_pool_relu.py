@@ -32,8 +32,8 @@ from .. import buffers, native, parallel
 from ..dispatch import execute
 from ..registry import get, op
 from .relu_kernels import relu
-from .nn_pool import (MAX_POOL_GRAD, MAX_POOL_GRAD_GRAD, _bits, _blocks, _max_pool_grad_kernel, _non_overlapping,
-                      _offsets, _route_natively)
+from .nn_pool import (MAX_POOL_GRAD, MAX_POOL_GRAD_GRAD, _bits, _block_maxima, _blocks, _max_pool_grad_kernel,
+                      _non_overlapping, _offsets, _route_natively)
 
 __all__: list = []
 
@@ -59,10 +59,7 @@ def _route(z, dy, geom):
 
     def route(lo, hi):
         part = zb[lo:hi]
-        top = np.array(part[:, :, 0, :, 0, :])
-        for i, j in offsets[1:]:
-            np.maximum(top, part[:, :, i, :, j, :], out=top)
-        top = _relu(top)                                # = the window maxima of relu(z), bit for bit
+        top = _relu(_block_maxima(part, offsets))       # = the window maxima of relu(z), bit for bit
         grad = _bits(np.multiply(dy[lo:hi], top > 0, dtype=dy.dtype))
         masks, seen = [], None
         for i, j in offsets:

@@ -79,3 +79,18 @@ def test_float64_and_mixed_dtypes_take_the_composition():
         y, want = _unfused(zz, dd, attrs)
         got = nn_pool_relu._relu_max_pool_grad_kernel(zz, y, dd, **attrs)
         assert got.dtype == want.dtype and np.array_equal(_bits(got), _bits(want))
+
+
+def test_max_pool_keeps_row_major_maximum_order():
+    """MaxPool's bits are np.maximum applied window offset by offset in row-major order (the first NaN
+    of a window wins, between equal values such as -0.0 and +0.0 the later one)."""
+    z, _ = _data((3, 9, 9, 2), 4, special_z=True)
+    for ksize, strides, padding in [((2, 2), (2, 2), "VALID"), ((3, 3), (2, 2), "VALID"), ((1, 2), (1, 2), "VALID")]:
+        got = get("MaxPool").kernel(z, ksize=ksize, strides=strides, padding=padding)
+        oh, ow = got.shape[1:3]
+        want = None
+        for i in range(ksize[0]):
+            for j in range(ksize[1]):
+                s = z[:, i:i + strides[0] * (oh - 1) + 1:strides[0], j:j + strides[1] * (ow - 1) + 1:strides[1]]
+                want = s.copy() if want is None else np.maximum(want, s)
+        assert np.array_equal(_bits(got), _bits(want)), ksize
