@@ -35,7 +35,12 @@ count and mode (Session, `@function`, a tape around a traced call all run
 this WhileGrad kernel), whatever the BLAS thread count.  `GRAPHJIT_LOOP_GRAD_GEMM=0` or `set_enabled(False)`
 keeps the per-iteration sums (read when a gradient's walk is generated).
 
-Only terms whose operands nothing overwrites are deferred: the walk's
+Only terms in the regime where a call costs more than its work are deferred:
+a product whose per-iteration GEMM has at most `PART_MACS` multiply-adds (one
+OpenBLAS keeps on the calling thread), a row sum of at most `PART_MACS`
+elements; a bigger one runs efficiently as it is, and keeping its operands
+would hold every iteration's memory until the walk ends.  And only terms
+whose operands nothing overwrites are deferred: the walk's
 operands are saved forward values, captures and arrays its kernels allocate,
 and a plan with an in-place step (the `memory` pass's `InplaceElementwise`,
 which may reuse a dead operand's buffer) defers nothing.  The kept operands
@@ -81,11 +86,13 @@ def _term(step):
         return None
     if step.op.type == "MatMul" and len(step.inputs) == 2 and step.inputs[0] != step.inputs[1]:
         a, b = step.op.inputs
-        if TRANSPOSED_PRODUCTS.get(step.kernel) == (True, False) and _static_matrix(a) and _static_matrix(b, a.dtype):
+        if (TRANSPOSED_PRODUCTS.get(step.kernel) == (True, False) and _static_matrix(a) and _static_matrix(b, a.dtype)
+                and a.shape.dims[0] * a.shape.dims[1] * b.shape.dims[1] <= PART_MACS):
             return "product"
     if step.op.type == "SumToLike" and len(step.inputs) == 2:
         g, like = step.op.inputs
-        if _static_matrix(g) and like.shape.dims is not None and list(like.shape.dims) == list(g.shape.dims[1:]):
+        if (_static_matrix(g) and like.shape.dims is not None and list(like.shape.dims) == list(g.shape.dims[1:])
+                and g.shape.dims[0] * g.shape.dims[1] <= PART_MACS):
             return "rows"
     return None
 

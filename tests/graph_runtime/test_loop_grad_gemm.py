@@ -184,3 +184,16 @@ def test_gram_runs_small_gemms_whose_sum_is_the_product(rows, monkeypatch):
         want = want + a[rows - rows % q:].T @ b[rows - rows % q:]
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got, a.astype(np.float64).T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_a_product_past_the_call_overhead_regime_stays_in_the_walk(switch):
+    """A per-iteration weight GEMM bigger than PART_MACS runs in the walk as before (keeping every
+    iteration's operands would hold their memory); the small bias sum is still deferred."""
+    xs, wx, wh, b = data(steps=3, batch=64, inputs=80, hidden=80)
+    got, sources = session_grads((xs, wx, wh, b))
+    (src,) = sources
+    assert 64 * 80 * 80 > summed_products.PART_MACS and "_gram" not in src and "_red" in src
+    switch(False)
+    want, _ = session_grads((xs, wx, wh, b))
+    np.testing.assert_array_equal(got[1], want[1])           # dWx: the same per-iteration sums
+    np.testing.assert_allclose(got[3], want[3], rtol=2e-5, atol=2e-5)
