@@ -119,11 +119,16 @@ def _chains():
     for _ in range(40):        # past the fused kernel's promotion (8th call) and its variants' sampling
         f(xb)
     yield "(tanh(2x+1)(2x+1)-x)^2+3, 2M f32", "@function", (lambda: f(xb)), (lambda: expr(np, xb_np))
+    tuned = [s.kernel for s in f.get_concrete_function(xb)._plan.steps if hasattr(s.kernel, "chooser")]
+    if tuned:     # which variant ran decides this row: serial or split, NumPy or compiled arithmetic
+        NOTES.append(f"2M chain kernel at the end: {tuned[0].chosen_label} ({tuned[0].chooser.switches} switches)")
     x_np = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32)
     x = ek.constant(x_np)
     c = function(lambda t: chain50(ek, t))
     yield "50-op chain, 4x4 f32", "@function", (lambda: c(x)), (lambda: chain50_numpy(x_np))
 
+
+NOTES: list = []
 
 GROUPS = {"cnn": _cnn, "mlp": _mlp, "rnn": _rnn, "chains": _chains}
 
@@ -192,6 +197,8 @@ def main(argv) -> int:
           f"thread; GRAPHJIT_BLAS_SPLIT=0 turns it off); "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print(fmt(rows(rounds, only)))
+    for note in NOTES:
+        print(note)
     if not only or "threshold" in only:
         print("\neager.parallel threshold: a 2x2 max-pool gradient split over the cores vs serial, by input size")
         print("| input bytes | split | serial | ratio | min-max |\n|---|---|---|---|---|")
