@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import warnings as _warnings
 
+import numpy as np
+
 from . import context as _context
 from . import fp_semantics as _fp
 from . import tape_state as _tape_state
@@ -30,6 +32,8 @@ from .ops import array as _a
 from .ops import direct_grads as _direct_grads  # noqa: F401 - installs the direct rules of the hot ops
 from .ops import math as _m
 from .tensor import Tensor
+
+_TapeEntry = _tape_state.TapeEntry
 
 
 def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset()):
@@ -81,15 +85,25 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         if direct:
             fast = opdef.extra.get("eager_grad")
             if fast is not None:
-                in_grads = _run_direct(fast, view, out_grads)
+                for g in out_grads:
+                    if type(g) is not Tensor:
+                        break
+                else:
+                    try:
+                        in_grads = fast(view, *out_grads)
+                    except Exception:       # the public rule runs, and raises its own error if any
+                        in_grads = None
         if in_grads is None:
             in_grads = opdef.grad(view, *out_grads)
         if len(in_grads) != len(inputs):
             raise InvalidArgumentError(
                 f"gradient rule of {opdef.name} returned {len(in_grads)} gradients for {len(inputs)} inputs")
         for x, g in zip(inputs, in_grads):
-            if g is not None and id(x) in needed:
-                _accumulate(grads, id(x), g, _m, direct)
+            if g is not None:
+                k = id(x)
+                if k in needed:         # _accumulate, inline
+                    prev = grads.get(k)
+                    grads[k] = g if prev is None else _sum(prev, g, _m, direct)
 
     results = []
     for group in source_groups:
@@ -114,21 +128,13 @@ def _direct_rules_apply() -> bool:
     return True
 
 
-def _run_direct(fast, view, out_grads):
-    """The direct rule's gradients, or None: its case is not handled, or it failed (the public rule decides)."""
-    for g in out_grads:
-        if type(g) is not Tensor:
-            return None
-    try:
-        return fast(view, *out_grads)
-    except Exception:
-        return None
-
-
 def _zeros_like(t, direct):
     """The zero gradient of an output nobody sent one to (ZerosLike is never recorded: not differentiable)."""
     if direct and type(t) is Tensor:
-        return Tensor(_a.ZEROS_LIKE.kernel(t._value))
+        v = t._value
+        if type(v) is np.ndarray and v.flags.c_contiguous:     # np.zeros_like's array, without its Python calls
+            return Tensor(np.zeros(v.shape, v.dtype))
+        return Tensor(_a.ZEROS_LIKE.kernel(v))
     return _a.zeros_like(t)
 
 
@@ -139,13 +145,15 @@ class GradView:
     gradient does); every other attribute is the op's own.
     """
 
-    __slots__ = ("_op", "skip_input_indices", "inputs", "outputs")
+    __slots__ = ("_op", "skip_input_indices", "inputs", "outputs", "attrs")
 
     def __init__(self, op, skip):
         self._op = op
         self.skip_input_indices = skip
         self.inputs = op.inputs      # read by nearly every rule: copied, not looked up through __getattr__
         self.outputs = op.outputs
+        if type(op) is _TapeEntry:   # a plain field there (a graph op's `attrs` is computed: left to __getattr__)
+            self.attrs = op.attrs
 
     def __getattr__(self, name):
         return getattr(self._op, name)

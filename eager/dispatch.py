@@ -55,9 +55,46 @@ def execute(opdef, inputs, attrs, name=None):
         result = Tensor(out) if opdef.num_outputs == 1 else tuple([Tensor(o) for o in out])
     else:
         result = ctx.add_op(opdef, inputs, attrs, name)
-    if _tape_local.tapes and opdef.differentiable:
-        _tape_state.record(opdef, inputs, attrs, result)
+    tapes = _tape_local.tapes
+    if tapes and opdef.differentiable:       # tape_state.record, inline: every op of a taped forward pass
+        outputs = result if isinstance(result, tuple) else (result,)
+        for tape in tapes:
+            tape._maybe_record(opdef, inputs, attrs, outputs)
     return result
+
+
+def execute_writes(calls):
+    """Run the ops of effect "write" in `calls` ((opdef, inputs, attrs) each) in order; a list of their results.
+
+    Eagerly, what `execute` does for each op (the same kernel call, the same error for a failure, which stops
+    the run there, the same tape recording) under one `np.errstate` entry for them all instead of one per op:
+    an optimizer step's updates.  Elsewhere (a graph being built) each op goes through `execute`.
+    """
+    if not _ctx_state.stack[-1].is_eager:
+        return [execute(opdef, inputs, attrs) for opdef, inputs, attrs in calls]
+    try:
+        if _warnings.filters[0] is not _fp.FILTER:
+            _fp.keep_kernels_quiet()
+    except IndexError:
+        _fp.keep_kernels_quiet()
+    for opdef, _, _ in calls:
+        if opdef.effect != "write":
+            raise ValueError(f"execute_writes: {opdef.name} does not write state; use execute")
+    results = []
+    with _fp.ignoring():
+        for opdef, inputs, attrs in calls:
+            try:
+                if len(inputs) == 2:        # an update's (rate, gradient): no argument list
+                    out = opdef.kernel(inputs[0]._value, inputs[1]._value, **attrs)
+                else:
+                    out = opdef.kernel(*[t._value for t in inputs], **attrs)
+            except Exception as e:
+                raise _eager_error(opdef, inputs, attrs, e)
+            result = Tensor(out) if opdef.num_outputs == 1 else tuple([Tensor(o) for o in out])
+            if _tape_local.tapes and opdef.differentiable:
+                _tape_state.record(opdef, inputs, attrs, result)
+            results.append(result)
+    return results
 
 
 def _eager_error(opdef, inputs, attrs, e):

@@ -23,6 +23,9 @@ from .ops.array import ONES_LIKE, ones_like, reshape, stack, zeros, zeros_like
 from .tensor import Tensor
 
 
+_tuple_new, _TapeEntry = tuple.__new__, tape_state.TapeEntry
+
+
 def _is_variable(x) -> bool:
     return getattr(x, "_is_variable", False)
 
@@ -46,7 +49,12 @@ def _unconnected(value) -> str:
 def _seed(target):
     """ones_like(target), the default output gradient (OnesLike is never recorded: not differentiable)."""
     if type(target) is Tensor and _context.executing_eagerly():
-        return Tensor(ONES_LIKE.kernel(target._value))
+        v = target._value
+        if isinstance(v, np.generic) or type(v) is np.ndarray and v.flags.c_contiguous:
+            ones = np.empty(v.shape, v.dtype)     # np.ones_like's array (same layout) without its Python calls
+            ones.fill(1)
+            return Tensor(ones)
+        return Tensor(ONES_LIKE.kernel(v))
     return ones_like(target)
 
 
@@ -137,7 +145,7 @@ class GradientTape:
                 break
         else:
             return
-        self._entries.append(tape_state.TapeEntry(opdef, inputs, outputs, attrs))
+        self._entries.append(_tuple_new(_TapeEntry, (opdef, inputs, outputs, attrs)))     # tape_state.new_entry
         for o in outputs:
             tracked.add(id(o))
 
@@ -163,22 +171,23 @@ class GradientTape:
 
     def _gradient(self, target, sources, output_gradients, unconnected):
         targets, target_reads = [], {}
-        for t in nest.flatten(target):
+        for t in ((target,) if type(target) is Tensor else nest.flatten(target)):
             if _is_variable(t):     # a variable target is its value; d(v)/d(v) is the output gradient
                 t = target_reads.setdefault(id(t), t.value())
-            targets.append(convert_to_tensor(t))
+            targets.append(t if type(t) is Tensor else convert_to_tensor(t))
         if output_gradients is None:
             tgrads = [_seed(t) for t in targets]
         else:
             tgrads = [convert_to_tensor(g, dtype=t.dtype) for g, t in zip(nest.flatten(output_gradients), targets)]
             if len(tgrads) != len(targets):
                 raise ValueError(f"output_gradients has {len(tgrads)} entries for {len(targets)} targets")
-        plain = type(sources) is list and not any(nest.is_nested(s) for s in sources)   # the common case
+        plain = type(sources) is list and not any(map(nest.is_nested, sources))   # the common case
         flat_sources = sources if plain else nest.flatten(sources)
         groups = []
+        reads = self._var_reads
         for s in flat_sources:
-            if _is_variable(s):
-                group = [id(t) for t in self._var_reads.get(id(s), [])]
+            if getattr(s, "_is_variable", False):
+                group = [id(t) for t in reads[id(s)]] if id(s) in reads else []
                 if id(s) in target_reads:
                     group.append(id(target_reads[id(s)]))
                 groups.append(group)

@@ -8,6 +8,7 @@ implicitly for trainable variables with `watch_accessed_variables`).
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import threading
 
@@ -56,16 +57,13 @@ def remove(tape):
         pass
 
 
-class TapeEntry:
-    """One recorded op: the grad rule's view of it (`inputs outputs attrs get_attr`)."""
+class TapeEntry(collections.namedtuple("TapeEntryFields", ("opdef", "inputs", "outputs", "attrs"))):
+    """One recorded op: the grad rule's view of it (`inputs outputs attrs get_attr`).
 
-    __slots__ = ("opdef", "inputs", "outputs", "attrs")
+    A tuple, so that a tape makes one with `new_entry(opdef, inputs, outputs, attrs)` (no Python frame: a
+    tape records every op a forward pass runs) and its fields are read by C descriptors."""
 
-    def __init__(self, opdef, inputs, outputs, attrs):
-        self.opdef = opdef
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attrs = attrs
+    __slots__ = ()
 
     @property
     def type(self):
@@ -73,6 +71,13 @@ class TapeEntry:
 
     def get_attr(self, name):
         return self.attrs[name]
+
+
+_tuple_new = tuple.__new__
+
+
+def new_entry(opdef, inputs, outputs, attrs) -> TapeEntry:
+    return _tuple_new(TapeEntry, (opdef, inputs, outputs, attrs))
 
 
 def record(opdef, inputs, attrs, result):

@@ -25,6 +25,7 @@ import threading
 import numpy as np
 
 from . import context as _context
+from . import tape_state as _tape_state
 from .convert import convert_to_tensor, constant
 from .dispatch import execute
 from .dtypes import as_dtype
@@ -36,6 +37,13 @@ from .ops.math import cast
 from .tensor import Tensor, TensorRef
 
 _ids = itertools.count(1)
+_ctx_state = _context._state
+_tape_local = _tape_state._state
+
+
+def _shape(x):
+    """np.shape(x), without its Python wrapper for NumPy values."""
+    return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(x)
 
 
 def read_kernel(var):
@@ -79,7 +87,7 @@ def update_kernel(fn, opname, into_delta: bool = False):
                 var._value = fn(old, delta, out=delta)
                 return delta
             new = fn(old, delta)
-            if np.shape(new) != np.shape(old):
+            if _shape(new) != _shape(old):
                 raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
                                            f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
             new = new.astype(old.dtype, copy=False) if hasattr(new, "astype") else new
@@ -125,13 +133,15 @@ def _apply_gd_kernel(alpha, delta, var):
 
 
 def _apply_gd_locked(alpha, delta, var, opname):
-    old = read_kernel(var)
+    old = var._value
+    if old is None:
+        read_kernel(var)        # raises: uninitialized
     if delta.dtype != old.dtype or alpha.dtype != old.dtype:
         raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
                                    f"({as_dtype(delta.dtype).name}) must have the dtype of variable {var.name} "
                                    f"({var._dtype.name})", op_name=opname)
     step = np.multiply(delta, alpha)
-    if type(step) is np.ndarray and step.shape == np.shape(old):
+    if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
         new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
     else:
         new = np.subtract(old, step)
@@ -246,12 +256,17 @@ class Variable:
     # -- reading ------------------------------------------------------------
     def value(self) -> Tensor:
         """Read the current value (a snapshot tensor; in graphs, a ReadVariableOp)."""
+        v = self._value
+        if v is not None and _ctx_state.stack[-1].is_eager:
+            # what `execute(READ, ...)` does eagerly (read_kernel: the stored array), without dispatching
+            t = Tensor(v)
+            if _tape_local.tapes:
+                _tape_state.record(READ, (), {"var": self}, t)
+            return t
         return execute(READ, (), {"var": self})
 
     read_value = value
-
-    def _to_tensor(self):
-        return execute(READ, (), {"var": self})
+    _to_tensor = value
 
     def numpy(self):
         return read_kernel(self)

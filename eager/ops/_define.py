@@ -188,13 +188,16 @@ _INT64_LIMIT = 2 ** 63
 # ---------------------------------------------------------------- broadcasting gradient (kernel side)
 def sum_to_shape(g, shape):
     """Sum array `g` over the axes along which an array of `shape` was broadcast."""
-    gshape = np.shape(g)
+    gshape = g.shape if type(g) is np.ndarray else np.shape(g)
     if gshape == tuple(shape):
         return g
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
     r = np.add.reduce(g, axis=axes, keepdims=True, dtype=g.dtype) if axes else g
     return np.asarray(r).reshape(shape)
+
+
+_any = np.logical_or.reduce        # np.any's own reduction, without its Python wrapper
 
 
 def is_known_zero(t) -> bool:
@@ -205,7 +208,8 @@ def is_known_zero(t) -> bool:
     `IsZero` in its gradient code.
     """
     if not t._is_symbolic:
-        return not np.any(t._value)
+        v = t._value
+        return not (_any(v, None, bool) if type(v) is np.ndarray else np.any(v))
     op = t.op
     if op.type == "ZerosLike":
         return True

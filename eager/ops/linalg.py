@@ -29,10 +29,10 @@ __all__ = ["matmul", "add_n", "clip_by_value", "eye"]
 
 # ------------------------------------------------------------------ matmul
 def _matmul_kernel(a, b, transpose_a=False, transpose_b=False):
-    if transpose_a:
-        a = np.swapaxes(a, -1, -2)
+    if transpose_a:        # an array's `swapaxes` method is `np.swapaxes` without its Python wrapper
+        a = a.swapaxes(-1, -2) if type(a) is np.ndarray else np.swapaxes(a, -1, -2)
     if transpose_b:
-        b = np.swapaxes(b, -1, -2)
+        b = b.swapaxes(-1, -2) if type(b) is np.ndarray else np.swapaxes(b, -1, -2)
     return np.matmul(a, b)
 
 

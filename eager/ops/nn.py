@@ -49,8 +49,9 @@ __all__ = ["relu", "relu6", "leaky_relu", "elu", "sigmoid", "tanh", "softplus", 
 def _pooled(*arrays) -> bool:
     """Big same-shape arrays (not the fusion pass's tracers, which record the plain expression): pool the result."""
     first = arrays[0]
-    return (all(type(a) is np.ndarray and a.shape == first.shape for a in arrays)
-            and first.nbytes >= buffers.MIN_BYTES)
+    if type(first) is not np.ndarray or first.nbytes < buffers.MIN_BYTES:    # small: the common, cheap test
+        return False
+    return all(type(a) is np.ndarray and a.shape == first.shape for a in arrays)
 
 
 def _relu_grad_kernel(dy, y):

@@ -74,7 +74,7 @@ def _infer_reduce(specs, attrs, dtype=None):
 
 
 def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
-    xs = np.shape(x)
+    xs = x.shape if type(x) is np.ndarray else np.shape(x)
     axes = _axes(axis, len(xs))
     dy = np.asarray(dy)
     if not keepdims and axes:
@@ -140,6 +140,7 @@ def _g_prod(op, dy):
 # what np.sum/np.mean call, without their wrapper: its overhead, and NumPy attributing a kernel's
 # floating-point warnings to its own module, which eager/fp_semantics.py's filter must not silence
 _add_reduce = np.add.reduce
+_ARRAY_TYPES = (np.ndarray, np.generic)       # `.size` is np.size without its Python wrapper
 
 
 def _sum_kernel(x, axis=None, keepdims=False):
@@ -152,7 +153,7 @@ def _mean_kernel(x, axis=None, keepdims=False):
         n = x.size // max(np.size(s), 1) if x.size else 1
         return (np.trunc(s / max(n, 1))).astype(x.dtype)
     s = _add_reduce(x, axis=axis, keepdims=keepdims, dtype=x.dtype)
-    n = x.size // max(np.size(s), 1)
+    n = x.size // max(s.size if isinstance(s, _ARRAY_TYPES) else np.size(s), 1)
     return np.true_divide(s, n, dtype=x.dtype) if n else np.true_divide(s, 0, dtype=x.dtype)
 
 

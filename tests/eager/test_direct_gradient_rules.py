@@ -52,24 +52,34 @@ def _gradients(outer: bool, dtype):
 
 
 class _Dispatched:
-    """Count the ops dispatched through `execute` by the eager modules while the block runs."""
+    """Count the ops dispatched through `execute` and `execute_writes` by the eager modules while the block
+    runs (`batches`: the number of ops of each `execute_writes` call)."""
 
     def __enter__(self):
-        self.names = []
-        self._orig = dispatch.execute
-        self._mods = [m for m in list(sys.modules.values())
-                      if getattr(m, "__name__", "").startswith("eager") and getattr(m, "execute", None) is self._orig]
+        self.names, self.batches = [], []
+        self._patched = []
+        orig, orig_writes = dispatch.execute, dispatch.execute_writes
 
         def counting(opdef, *args, **kwargs):
             self.names.append(opdef.name)
-            return self._orig(opdef, *args, **kwargs)
-        for m in self._mods:
-            m.execute = counting
+            return orig(opdef, *args, **kwargs)
+
+        def counting_writes(calls):
+            self.batches.append(len(calls))
+            self.names.extend(opdef.name for opdef, _, _ in calls)
+            return orig_writes(calls)
+        for m in list(sys.modules.values()):
+            if not getattr(m, "__name__", "").startswith("eager"):
+                continue
+            for attr, old, new in (("execute", orig, counting), ("execute_writes", orig_writes, counting_writes)):
+                if getattr(m, attr, None) is old:
+                    setattr(m, attr, new)
+                    self._patched.append((m, attr, old))
         return self
 
     def __exit__(self, *exc):
-        for m in self._mods:
-            m.execute = self._orig
+        for m, attr, old in self._patched:
+            setattr(m, attr, old)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -141,7 +151,7 @@ def test_an_overflowing_direct_rule_stays_quiet_under_warnings_as_errors():
     np.testing.assert_array_equal(g.numpy(), [np.inf, 3.0])
 
 
-def test_an_eager_sgd_step_dispatches_one_update_per_variable_and_one_increment():
+def test_an_eager_sgd_step_runs_one_update_per_variable_and_one_increment_in_one_batch():
     x, y, vs = _params(np.float32)
     opt = ek.optimizers.SGD(0.1)
     with ek.GradientTape() as tape:
@@ -152,6 +162,7 @@ def test_an_eager_sgd_step_dispatches_one_update_per_variable_and_one_increment(
         updated = opt.apply_gradients(zip(grads, vs))
     assert seen.names.count("ResourceApplyGradientDescent") == 4
     assert seen.names.count("AssignAddVariableOp") == 1 and seen.names.count("Cast") == 1
+    assert seen.batches == [5]          # the updates and the increment under one np.errstate entry
     assert updated[-1] is opt.iterations and int(opt.iterations.numpy()) == 1
     for b, v, g in zip(before, vs, grads):
         np.testing.assert_array_equal(v.numpy(), np.subtract(b, np.multiply(g.numpy(), np.float32(0.1))))

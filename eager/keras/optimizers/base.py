@@ -29,6 +29,14 @@ one fused kernel of `eager.training_ops` that also applies the decoupled
 weight decay `w -= w * wd * lr` first (when `weight_decay` is set and the
 variable is not excluded).
 
+Eagerly, a step's updates (and the counter's increment) are queued while the
+step computes them and then run by one `dispatch.execute_writes` call, in
+order: the same kernels, errors and results as one `execute` per update,
+with NumPy's error state entered once a step instead of once per variable.
+An update that is not queued (SGD's general path) first runs the queued ones,
+and so does a step that fails part way, so the variables updated before a
+failure are the same as without the queue.
+
 Atomicity: eagerly, a whole `apply_gradients` holds the optimizer's step lock,
 so concurrent steps give the result of some serial order.  In graphs and
 traced functions a one-variable step reads and increments the counter inside
@@ -49,7 +57,7 @@ import numpy as np
 
 from ... import context as _context
 from ...convert import constant, convert_to_tensor
-from ...dispatch import execute
+from ...dispatch import execute, execute_writes
 from ...errors import InvalidArgumentError
 from ...ops import math as _m
 from ...ops.clipping import keras_clip_by_global_norm, keras_clip_by_norm
@@ -62,6 +70,10 @@ from .schedules import LearningRateSchedule, deserialize, serialize
 # eager constants of every step (eager tensors are immutable: one object serves every step)
 _EAGER_ZERO_F64 = Tensor(np.array(0.0, np.float64))
 _EAGER_ONE_I64 = Tensor(np.array(1, np.int64))
+
+# the eager step in progress on this thread: (optimizer, its queued (opdef, inputs, attrs) updates)
+_queue = threading.local()
+_ctx_state = _context._state
 
 
 def _is_var(x) -> bool:
@@ -114,6 +126,7 @@ class Optimizer:
         self._hyper: dict = {}
         self._slots: dict = {}      # (id(var), kind) -> (var, slot)
         self._tracked: list = []    # variables in the order first seen (checkpoint slot indices)
+        self._tracked_ids: set = set()     # their ids (the list keeps them alive): a step's membership test
         self._exclude_ids: set = set()
         self._exclude_pattern = None
         self._create_lock = threading.Lock()    # slots are created once, by one thread
@@ -170,7 +183,8 @@ class Optimizer:
         self._exclude_pattern = re.compile("|".join(map(re.escape, var_names))) if var_names else None
 
     def _decays(self, var) -> bool:
-        return self.weight_decay is not None and id(var) not in self._exclude_ids and \
+        # `weight_decay` is in `_hyper` exactly when it is set (Hyperparameter never stores None)
+        return "weight_decay" in self._hyper and id(var) not in self._exclude_ids and \
             (self._exclude_pattern is None or not self._exclude_pattern.search(var.name))
 
     # -- state ---------------------------------------------------------------
@@ -180,14 +194,15 @@ class Optimizer:
             self._track(v)
 
     def _track(self, var):
-        if any(t is var for t in self._tracked):
+        if id(var) in self._tracked_ids:
             return
         with self._create_lock:
-            if not any(t is var for t in self._tracked):
+            if id(var) not in self._tracked_ids:
                 self._create_state(var)
                 for kind in self._slot_kinds:
                     self._slot(var, kind)
                 self._tracked.append(var)
+                self._tracked_ids.add(id(var))
         waiting = self.__dict__.get("_graphjit_deferred")
         if waiting:                                     # a restore waits for these slots (eager.train)
             waiting.notify(self)
@@ -239,19 +254,21 @@ class Optimizer:
         if not pairs:
             raise ValueError("apply_gradients: no (gradient, variable) pairs were given")
         for g, v in pairs:
-            if not _is_var(v):
+            if not getattr(v, "_is_variable", False):
                 raise InvalidArgumentError(f"apply_gradients expects (gradient, Variable) pairs, got "
                                            f"{type(v).__name__}")
         missing = [v.name for g, v in pairs if g is None]
         if len(missing) == len(pairs):
             raise ValueError(f"apply_gradients: no gradients provided for any variable: {missing}")
+        tracked = self._tracked_ids
         for _, v in pairs:
-            self._track(v)
+            if id(v) not in tracked:
+                self._track(v)
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss: they are "
                           f"not updated. Check that the loss depends on them (watched by the tape, not cut by "
                           f"stop_gradient or an integer cast).", UserWarning, stacklevel=2)
-        pairs = [(g, v) for g, v in pairs if g is not None]
+            pairs = [(g, v) for g, v in pairs if g is not None]
         if _context.executing_eagerly():
             with self._step_lock:
                 return self._step(pairs, eager=True)
@@ -292,15 +309,45 @@ class Optimizer:
         if hyper.get("weight_decay") is None:
             hyper["weight_decay"] = _EAGER_ZERO_F64 if eager else constant(0.0, "float64")
         self._before_updates(t, hyper, [v for _, v in pairs])
-        updates = [self._apply(g, v, t, hyper, self.iterations if fused_counter else None)
-                   for g, (_, v) in zip(grads, pairs)]
-        if not fused_counter:
-            if eager:      # what `assign_add(1)` runs eagerly (AssignAdd is never recorded: not differentiable)
-                execute(ASSIGN_ADD, (_EAGER_ONE_I64,), {"var": self.iterations})
-                updates.append(self.iterations)
-            else:
+        if not eager:
+            updates = [self._apply(g, v, t, hyper, self.iterations if fused_counter else None)
+                       for g, (_, v) in zip(grads, pairs)]
+            if not fused_counter:
                 updates.append(self.iterations.assign_add(constant(1, "int64")))
+            return updates
+        outer = getattr(_queue, "step", None)
+        queued = []
+        _queue.step = (self, queued)
+        try:
+            updates = [self._apply(g, v, t, hyper, None) for g, (_, v) in zip(grads, pairs)]
+            # what `assign_add(1)` runs eagerly (AssignAdd is never recorded: not differentiable)
+            queued.append((ASSIGN_ADD, (_EAGER_ONE_I64,), {"var": self.iterations}))
+            updates.append(self.iterations)
+        finally:
+            _queue.step = outer
+            self._run_queued(queued)
         return updates
+
+    def _write(self, opdef, inputs, attrs):
+        """Execute one update op, or queue it when this thread runs this optimizer's eager step (docstring)."""
+        step = getattr(_queue, "step", None)
+        if step is not None and step[0] is self and _ctx_state.stack[-1].is_eager:
+            step[1].append((opdef, inputs, attrs))
+            return None
+        return execute(opdef, inputs, attrs)
+
+    def _flush_writes(self):
+        """Run the updates queued so far (before an update that does not queue, to keep their order)."""
+        step = getattr(_queue, "step", None)
+        if step is not None and step[0] is self:
+            self._run_queued(step[1])
+
+    @staticmethod
+    def _run_queued(queued):
+        calls = queued[:]
+        del queued[:]
+        if calls:
+            execute_writes(calls)
 
     def _before_updates(self, t, hyper, variables):
         """Hook run once per step before the variable updates."""
@@ -310,7 +357,7 @@ class Optimizer:
         attrs["decay"] = self._decays(var)
         if counter is not None:
             attrs["iterations"] = counter
-        out = execute(opdef, inputs, attrs)
+        out = self._write(opdef, inputs, attrs)
         return var if _context.executing_eagerly() else out
 
     # -- configuration --------------------------------------------------------

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from ... import context as _context
 from ...convert import constant
-from ...dispatch import execute
 from ...ops import math as _m
 from ...tensor import Tensor
 from ...training_ops import (APPLY_ADAM, APPLY_KERAS_ADADELTA, APPLY_KERAS_ADAGRAD, APPLY_KERAS_MOMENTUM,
                              APPLY_KERAS_NADAM, APPLY_KERAS_RMSPROP, APPLY_KERAS_SGD)
 from ...variables import APPLY_GRADIENT_DESCENT, Variable
 from .base import Hyperparameter, Optimizer
+
+_ctx_state = _context._state
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Nadam"]
 
@@ -42,14 +43,16 @@ class SGD(Optimizer):
                                {"accum": self._slot(v, "momentum"), "use_nesterov": self.nesterov}, v, counter)
         if self._decays(v):
             return self._fused(APPLY_KERAS_SGD, (h["lr"], h["weight_decay"], t, g), {}, v, counter)
-        lr = h.get("lr:" + v.dtype.name)         # one cast per dtype and step, not one per variable
+        dt = v._dtype
+        lr = h.get("lr:" + dt.name)         # one cast per dtype and step, not one per variable
         if lr is None:
-            lr = h["lr:" + v.dtype.name] = _m.cast(h["lr"], v.dtype)
-        if type(g) is Tensor and g._value is not None and g._value.dtype == v._dtype.np_dtype and \
-                v._dtype.is_floating and _context.executing_eagerly():
+            lr = h["lr:" + dt.name] = _m.cast(h["lr"], dt)
+        gv = g._value if type(g) is Tensor else None
+        if gv is not None and gv.dtype == dt._np and dt._np.kind == "f" and _ctx_state.stack[-1].is_eager:
             # eager fast path: one fused op, same arithmetic as Mul + AssignSubVariableOp below
-            execute(APPLY_GRADIENT_DESCENT, (lr, g), {"var": v})
+            self._write(APPLY_GRADIENT_DESCENT, (lr, g), {"var": v})
             return v
+        self._flush_writes()
         return v.assign_sub(_m.multiply(g, lr))
 
     def get_config(self):
