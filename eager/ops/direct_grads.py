@@ -3,8 +3,9 @@
 When backprop runs eagerly and no tape records on this thread, nothing will
 differentiate the gradient computation, so an op's rule need not be built
 from public ops (which convert, check and dispatch each step).  The rules
-here are the public rules of MatMul, AddV2, Sub, Mul, Relu, Sum, Mean and
-SoftmaxCrossEntropyWithLogits written on the tensors' NumPy values: the very
+here are the public rules of MatMul, AddV2, Sub, Mul, Relu, Sum, Mean,
+SoftmaxCrossEntropyWithLogits, BiasAdd, Tanh, Sigmoid and Square (the last four
+for RNN cells and Keras layers run eagerly) written on the tensors' NumPy values: the very
 kernels (`OPDEF.kernel`) the public rules would dispatch, with the same
 arguments in the same order, so the results are the same bits.  A rule
 returns None for a case it does not handle (another dtype, a gradient
@@ -20,8 +21,8 @@ from __future__ import annotations
 from ..tensor import Tensor
 from ._define import is_known_zero, sum_to_shape
 from .linalg import MATMUL
-from .math import ADD, MUL, NEG, SUB
-from .nn import RELU, RELU_GRAD
+from .math import ADD, MUL, NEG, SIGMOID, SQUARE, SUB, TANH
+from .nn import BIAS_ADD, RELU, RELU_GRAD
 from .nn_softmax import XENT
 from .reduction import MEAN, REDUCE_GRAD, SUM
 
@@ -117,10 +118,52 @@ def xent_grad(op, dloss, gg):
     return [None, Tensor(MUL.kernel(d, bp))]
 
 
+def bias_add_grad(op, dy):
+    """`nn._g_bias_add`: dy itself for the value, `sum_to_like(dy, bias)` for the bias."""
+    skip = getattr(op, "skip_input_indices", ())
+    return [None if 0 in skip else dy, None if 1 in skip else _summed_to(dy, op.inputs[1])]
+
+
+def _same_float(dy, t):
+    """The arrays of `dy` and `t` when they share one float dtype (the public rules' Mul checks it), else None."""
+    d, v = dy._value, t._value
+    if d.dtype != v.dtype or d.dtype.kind != "f":
+        return None
+    return d, v
+
+
+def tanh_grad(op, dy):
+    """Tanh's rule: `multiply(dy, subtract(1, square(y)))`; the 1 takes y's dtype, as `subtract` converts it."""
+    dv = _same_float(dy, op.outputs[0])
+    if dv is None:
+        return None
+    d, y = dv
+    return [Tensor(MUL.kernel(d, SUB.kernel(y.dtype.type(1), SQUARE.kernel(y))))]
+
+
+def sigmoid_grad(op, dy):
+    """Sigmoid's rule: `multiply(dy, multiply(y, subtract(1, y)))`."""
+    dv = _same_float(dy, op.outputs[0])
+    if dv is None:
+        return None
+    d, y = dv
+    return [Tensor(MUL.kernel(d, MUL.kernel(y, SUB.kernel(y.dtype.type(1), y))))]
+
+
+def square_grad(op, dy):
+    """Square's rule: `multiply(dy, multiply(x, 2))`; the 2 takes x's dtype, as `multiply` converts it."""
+    dv = _same_float(dy, op.inputs[0])
+    if dv is None:
+        return None
+    d, x = dv
+    return [Tensor(MUL.kernel(d, MUL.kernel(x, x.dtype.type(2))))]
+
+
 def _install():
     for opdef, rule in ((MATMUL, matmul_grad), (ADD, add_grad), (SUB, sub_grad), (MUL, mul_grad),
                         (RELU, relu_grad), (SUM, _reduce_grad(False)), (MEAN, _reduce_grad(True)),
-                        (XENT, xent_grad)):
+                        (XENT, xent_grad), (BIAS_ADD, bias_add_grad), (TANH, tanh_grad),
+                        (SIGMOID, sigmoid_grad), (SQUARE, square_grad)):
         opdef.extra["eager_grad"] = rule
 
 
