@@ -78,7 +78,10 @@ def test_a_chunk_on_a_worker_never_splits_again(split_everything):
 
     def body(lo, hi):
         meet()
-        parallel.for_range(lambda a, b: inner.append((threading.current_thread().name, a, b)), 8, 1 << 30)
+        # keyed by the thread that issued the inner call: a worker that finished its own chunks may help with
+        # the caller's inner chunks, which are split (that is allowed, and happens under load)
+        issuer = threading.current_thread().name
+        parallel.for_range(lambda a, b: inner.append((issuer, a, b)), 8, 1 << 30)
     parallel.for_range(body, 4, 1 << 30)
     on_workers = [x for x in inner if x[0].startswith("graphjit-kernel")]
     by_caller = [x for x in inner if not x[0].startswith("graphjit-kernel")]
