@@ -13,17 +13,14 @@ import numpy as np
 class DType:
     """A tensor element type (`float32`, `int32`, `string`, ...)."""
 
-    __slots__ = ("name", "as_numpy_dtype", "_np", "_limits")
+    __slots__ = ("name", "as_numpy_dtype", "_np", "_limits", "is_floating")
 
     def __init__(self, name: str, np_type):
         self.name = name
         self.as_numpy_dtype = np_type
         self._np = np.dtype(np_type)
         self._limits = None      # (min, max), computed once: converting a Python int checks its range
-
-    @property
-    def is_floating(self) -> bool:
-        return self._np.kind == "f"
+        self.is_floating: bool = self._np.kind == "f"     # a plain attribute: read by most op wrappers
 
     @property
     def is_integer(self) -> bool:

@@ -181,13 +181,18 @@ class GradientTape:
             tgrads = [convert_to_tensor(g, dtype=t.dtype) for g, t in zip(nest.flatten(output_gradients), targets)]
             if len(tgrads) != len(targets):
                 raise ValueError(f"output_gradients has {len(tgrads)} entries for {len(targets)} targets")
-        plain = type(sources) is list and not any(map(nest.is_nested, sources))   # the common case
+        plain = type(sources) is list      # the common case: a flat list of sources
+        if plain:
+            for s in sources:
+                if isinstance(s, (list, tuple, dict)):      # nest.is_nested
+                    plain = False
+                    break
         flat_sources = sources if plain else nest.flatten(sources)
         groups = []
         reads = self._var_reads
         for s in flat_sources:
             if getattr(s, "_is_variable", False):
-                group = [id(t) for t in reads[id(s)]] if id(s) in reads else []
+                group = list(map(id, reads[id(s)])) if id(s) in reads else []
                 if id(s) in target_reads:
                     group.append(id(target_reads[id(s)]))
                 groups.append(group)

@@ -129,27 +129,23 @@ def _apply_gd_kernel(alpha, delta, var):
     """
     opname = "ResourceApplyGradientDescent"
     with var._lock:
-        return _apply_gd_locked(alpha, delta, var, opname)
-
-
-def _apply_gd_locked(alpha, delta, var, opname):
-    old = var._value
-    if old is None:
-        read_kernel(var)        # raises: uninitialized
-    if delta.dtype != old.dtype or alpha.dtype != old.dtype:
-        raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
-                                   f"({as_dtype(delta.dtype).name}) must have the dtype of variable {var.name} "
-                                   f"({var._dtype.name})", op_name=opname)
-    step = np.multiply(delta, alpha)
-    if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
-        new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
-    else:
-        new = np.subtract(old, step)
-        if np.shape(new) != np.shape(old):
-            raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
-                                       f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
-    var._value = new
-    return new
+        old = var._value
+        if old is None:
+            read_kernel(var)        # raises: uninitialized
+        if delta.dtype != old.dtype or alpha.dtype != old.dtype:
+            raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
+                                       f"({as_dtype(delta.dtype).name}) must have the dtype of variable "
+                                       f"{var.name} ({var._dtype.name})", op_name=opname)
+        step = np.multiply(delta, alpha)
+        if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
+            new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
+        else:
+            new = np.subtract(old, step)
+            if _shape(new) != _shape(old):
+                raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
+                                           f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
+        var._value = new
+        return new
 
 
 APPLY_GRADIENT_DESCENT = op("ResourceApplyGradientDescent", _apply_gd_kernel, _infer_read, effect="write",

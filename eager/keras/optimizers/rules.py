@@ -41,7 +41,7 @@ class SGD(Optimizer):
         if self._slot_kinds:
             return self._fused(APPLY_KERAS_MOMENTUM, (h["lr"], h["momentum"], h["weight_decay"], t, g),
                                {"accum": self._slot(v, "momentum"), "use_nesterov": self.nesterov}, v, counter)
-        if self._decays(v):
+        if "weight_decay" in self._hyper and self._decays(v):     # the first test: `_decays`'s, without a call
             return self._fused(APPLY_KERAS_SGD, (h["lr"], h["weight_decay"], t, g), {}, v, counter)
         dt = v._dtype
         lr = h.get("lr:" + dt.name)         # one cast per dtype and step, not one per variable
