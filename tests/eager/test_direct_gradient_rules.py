@@ -11,6 +11,7 @@ errors.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 
@@ -39,16 +40,24 @@ def _params(dtype, seed=0):
     return ek.constant(x), ek.constant(y), [ek.Variable(p) for p in ps]
 
 
-def _gradients(outer: bool, dtype):
+def taped_gradients(public: bool, loss_fn, sources):
+    """d loss_fn() / d sources: with an outer recording tape, which makes the public rules run (`public`),
+    or without one, when the direct rules run."""
+    with ek.GradientTape() if public else contextlib.nullcontext():
+        with ek.GradientTape() as tape:
+            loss = loss_fn()
+        return tape.gradient(loss, sources)
+
+
+def assert_same_bits(direct, public):
+    for d, p in zip(direct, public, strict=True):
+        assert d.dtype == p.dtype and d.shape == p.shape
+        np.testing.assert_array_equal(d.numpy(), p.numpy())
+
+
+def _gradients(public: bool, dtype):
     x, y, vs = _params(dtype)
-    if outer:
-        with ek.GradientTape():          # a recording outer tape: the public rules run
-            with ek.GradientTape() as tape:
-                loss = _mlp_loss(x, y, *vs)
-            return tape.gradient(loss, vs)
-    with ek.GradientTape() as tape:
-        loss = _mlp_loss(x, y, *vs)
-    return tape.gradient(loss, vs)
+    return taped_gradients(public, lambda: _mlp_loss(x, y, *vs), vs)
 
 
 class _Dispatched:
@@ -84,20 +93,22 @@ class _Dispatched:
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_direct_rules_equal_the_public_rules_bitwise(dtype):
-    direct, public = _gradients(False, dtype), _gradients(True, dtype)
-    for d, p in zip(direct, public):
-        assert d.dtype == p.dtype and d.shape == p.shape
-        np.testing.assert_array_equal(d.numpy(), p.numpy())
+    assert_same_bits(_gradients(False, dtype), _gradients(True, dtype))
+
+
+def dispatched_by_gradient(loss_fn, sources):
+    """The ops that the eager gradient of a recorded `loss_fn()` dispatches."""
+    with ek.GradientTape() as tape:
+        loss = loss_fn()
+    with _Dispatched() as seen:
+        tape.gradient(loss, sources)
+    return seen.names
 
 
 def test_the_direct_rules_run_without_dispatching_ops():
     x, y, vs = _params(np.float32)
-    with ek.GradientTape() as tape:
-        loss = _mlp_loss(x, y, *vs)
-    with _Dispatched() as seen:
-        tape.gradient(loss, vs)
     # no op is dispatched: the seed and every rule ran on NumPy values
-    assert seen.names == []
+    assert dispatched_by_gradient(lambda: _mlp_loss(x, y, *vs), vs) == []
     for name in ("MatMul", "AddV2", "Sub", "Mul", "Relu", "Sum", "Mean", "SoftmaxCrossEntropyWithLogits"):
         assert callable(lookup(name).extra.get("eager_grad")), name
 
