@@ -29,35 +29,27 @@ match or, with several saved signatures, ran another one.  Version 1
 manifests (written before) are read without it.
 
 Directories are written next to their destination and put in place by one
-atomic rename or swap (`atomic_directory`), so neither a failed save nor a
-crash at any instant leaves a half-written directory, or none, where a good
-one was.
+atomic rename or swap (`atomic_directory`, from atomic_dir.py), so neither a
+failed save nor a crash at any instant leaves a half-written directory, or
+none, where a good one was.
 
-Imports the standard library (ctypes for the atomic swap), numpy and `eager.train.tensor_file` (its
-directory fsync).
+Imports the standard library, numpy and atomic_dir.
 """
 from __future__ import annotations
 
 import collections
-import contextlib
-import ctypes
-import errno
-import functools
 import hashlib
 import json
 import keyword
 import math
 import os
 import reprlib
-import shutil
-import sys
-import tempfile
 import zipfile
 from typing import Any, Callable
 
 import numpy as np
 
-from eager.train.tensor_file import fsync_directory
+from .atomic_dir import atomic_directory, is_saved_dir, swap_directories  # noqa: F401 (part of the format's API)
 
 FORMAT = "graphjit.SavedFunctions"
 VERSION = 2                    # 2: the manifest carries its own SHA-256 (MANIFEST_DIGEST)
@@ -316,89 +308,3 @@ def check_inside(root: str, rel) -> str:
             raise SavedModelError(f"{root}: {rel} is a symbolic link (to {_short(os.readlink(full))}); the files of a "
                                   f"saved directory must be regular files inside it")
     return full
-
-
-def is_saved_dir(path: str, manifest: str) -> bool:
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, manifest))
-
-
-@contextlib.contextmanager
-def atomic_directory(path: str, manifest: str):
-    """Yield a fresh temporary directory; on success it replaces `path` in one atomic step.
-
-    `path` may not exist, or be a directory written by graphjit (it holds
-    `manifest`); anything else is refused so a typo cannot destroy user data.
-    On error the temporary directory is removed and `path` is left as it was.
-    A new `path` is one rename; an existing one is swapped with the temporary
-    directory by one `renameat2(RENAME_EXCHANGE)` (Linux; `renamex_np(RENAME_SWAP)`
-    on macOS), so a crash at any instant leaves the old or the new directory
-    complete at `path`.  Where the system has no atomic swap, `path` is moved
-    aside and the new directory renamed in: a crash between the two renames
-    leaves the old directory as `.<name>.old-*` next to `path`.
-    """
-    path = os.path.abspath(path)
-    if os.path.lexists(path) and not is_saved_dir(path, manifest):
-        what = "a file" if not os.path.isdir(path) else "a directory that graphjit did not write"
-        raise FileExistsError(f"{path} exists and is {what} (no {manifest}); refusing to overwrite it. "
-                              f"Choose a new path or remove it first")
-    parent = os.path.dirname(path)
-    os.makedirs(parent, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".tmp-", dir=parent)
-    try:
-        yield tmp
-        fsync_directory(tmp)
-        if not os.path.lexists(path):
-            os.rename(tmp, path)
-        elif swap_directories(tmp, path):
-            shutil.rmtree(tmp, ignore_errors=True)     # it holds the old directory now
-        else:
-            _replace_in_two_steps(tmp, path)
-        fsync_directory(parent)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-def swap_directories(a: str, b: str) -> bool:
-    """Exchange directories `a` and `b` atomically; False where the system cannot (nothing changed)."""
-    fn, flag = _swap_call()
-    if fn is None:
-        return False
-    if fn(a, b, flag) == 0:
-        return True
-    err = ctypes.get_errno()
-    if err in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP):   # a filesystem without it
-        return False
-    raise OSError(err, f"cannot swap {a} and {b}: {os.strerror(err)}")
-
-
-@functools.lru_cache(maxsize=1)
-def _swap_call():
-    """(call(a, b, flag) -> 0 or -1 with errno, flag) for this system's atomic directory swap, or (None, 0)."""
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None, 0
-    if sys.platform.startswith("linux") and hasattr(libc, "renameat2"):
-        at_fdcwd, rename_exchange = -100, 2
-        libc.renameat2.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        return (lambda a, b, flag: libc.renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), flag),
-                rename_exchange)
-    if sys.platform == "darwin" and hasattr(libc, "renamex_np"):
-        rename_swap = 2
-        libc.renamex_np.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint)
-        return (lambda a, b, flag: libc.renamex_np(os.fsencode(a), os.fsencode(b), flag), rename_swap)
-    return None, 0
-
-
-def _replace_in_two_steps(tmp: str, path: str) -> None:
-    parent = os.path.dirname(path)
-    old = tempfile.mkdtemp(prefix="." + os.path.basename(path) + ".old-", dir=parent)
-    os.rmdir(old)
-    os.rename(path, old)
-    try:
-        os.rename(tmp, path)
-    except BaseException:
-        os.rename(old, path)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
