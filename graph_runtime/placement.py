@@ -65,7 +65,8 @@ from .device_spec import DeviceSpec
 from .device_types import device_types
 from .passes.core import PassContext
 from .passes.cse import merge_key
-from .passes.rewriter import Rewriter, has_subgraphs, is_stateful
+from .passes.op_keys import has_subgraphs
+from .passes.rewriter import Rewriter, is_stateful
 
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 

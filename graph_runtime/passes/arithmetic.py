@@ -21,7 +21,8 @@ from eager.shape import TensorShape
 from .arithmetic_rules import RULES
 from .core import GraphPass, PassContext, make_stats, register_pass
 from .pattern import RuleTable
-from .rewriter import Rewriter, has_subgraphs, same_items, is_stateful
+from .op_keys import has_subgraphs, same_items
+from .rewriter import Rewriter, is_stateful
 
 TABLE = RuleTable(RULES)
 

@@ -36,7 +36,8 @@ import numpy as np
 from eager.shape import TensorShape
 
 from .core import GraphPass, PassContext, make_stats, register_pass
-from .rewriter import Rewriter, has_subgraphs, same_items, is_stateful
+from .op_keys import has_subgraphs, same_items
+from .rewriter import Rewriter, is_stateful
 
 DEFAULT_FOLD_SIZE_LIMIT = 100_000
 _NEVER = frozenset({"Const", "Placeholder", "PlaceholderWithDefault", "NoOp"})

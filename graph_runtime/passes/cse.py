@@ -34,7 +34,8 @@ Imports sibling pass modules.
 from __future__ import annotations
 
 from .core import GraphPass, PassContext, make_stats, register_pass
-from .rewriter import Rewriter, freeze_attrs, has_subgraphs, is_stateful
+from .op_keys import freeze_attrs, has_subgraphs
+from .rewriter import Rewriter, is_stateful
 
 _ORDER_SENSITIVE_FLOAT = frozenset({"Maximum", "Minimum"})
 

@@ -26,7 +26,8 @@ from __future__ import annotations
 from eager.shape import TensorShape
 
 from .core import GraphPass, PassContext, make_stats, register_pass
-from .rewriter import Rewriter, has_subgraphs
+from .op_keys import has_subgraphs
+from .rewriter import Rewriter
 
 _WHILE = frozenset({"While", "StatelessWhile"})
 _TRIVIAL = frozenset({"Const", "Placeholder", "Identity", "NoOp"})

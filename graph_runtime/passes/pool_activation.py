@@ -32,7 +32,8 @@ from eager.ops.nn_pool_relu import RELU_MAX_POOL_GRAD
 from eager.switches import Switch
 
 from .core import GraphPass, PassContext, make_stats, register_pass
-from .rewriter import Rewriter, freeze_attrs, is_stateful
+from .op_keys import freeze_attrs
+from .rewriter import Rewriter, is_stateful
 
 _switch = Switch("GRAPHJIT_POOL_ACTIVATION", "pool_activation.set_enabled")
 

@@ -34,9 +34,9 @@ Invariants the rewriter maintains, so that passes need not:
   and that now have none), keeps everything else, and copies collections,
   variables and the function interface (`inputs`/`outputs`) remapped.
 
-Also here: small shared predicates (`has_subgraphs`, `freeze_attr`) used by
-several passes, and the op-trait predicates re-exported from `op_traits`
-(`is_stateful` is `op_traits.is_pinned`).
+Also here: the op-trait predicates re-exported from `op_traits` (`is_stateful`
+is `op_traits.is_pinned`); the small shared predicates and attr keys
+(`has_subgraphs`, `freeze_attr`, `same_items`) are in op_keys.py.
 
 Imports `eager` and `graph_runtime` core modules only.
 """
@@ -51,48 +51,11 @@ from eager.shape import TensorShape
 
 from ..graph import Graph
 from ..op_traits import has_side_effects, is_pinned as is_stateful
-from ..operation import GraphTensor, Operation, attr_subgraphs
+from ..operation import GraphTensor, Operation
 from .core import GraphChanged, PassContext
+from .op_keys import same_items
 
-def same_items(a, b) -> bool:
-    """True when sequences `a` and `b` hold the same objects (identity) in the same order."""
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
-
-
-__all__ = ["Rewriter", "has_subgraphs", "is_stateful", "has_side_effects", "freeze_attr", "freeze_attrs"]
-
-
-def has_subgraphs(op: Operation) -> bool:
-    return bool(op._opdef.extra.get("lower")) or bool(attr_subgraphs(op._attrs))
-
-
-def freeze_attr(v):
-    """A hashable key for an attr value: equal keys mean interchangeable values (conservative)."""
-    if isinstance(v, np.ndarray) or isinstance(v, np.generic):
-        a = np.asarray(v)
-        if a.dtype == object:
-            try:
-                return ("obj", a.shape, tuple(repr(x) for x in a.reshape(-1).tolist()))
-            except Exception:  # pragma: no cover
-                return ("id", id(v))
-        return ("nd", a.dtype.str, a.shape, a.tobytes())
-    if isinstance(v, bool) or v is None or isinstance(v, (int, str, bytes)):
-        return (type(v).__name__, v)
-    if isinstance(v, float):
-        return ("f", v.hex())
-    if isinstance(v, (list, tuple)):
-        return (type(v).__name__,) + tuple(freeze_attr(x) for x in v)
-    if isinstance(v, dict):
-        return ("dict",) + tuple((k, freeze_attr(v[k])) for k in sorted(v))
-    if isinstance(v, TensorShape):
-        return ("shape", v.dims)
-    if type(v).__name__ == "DType":
-        return ("dtype", v.name)
-    return ("id", id(v))   # anything else (graphs, variables, callables): equal only to itself
-
-
-def freeze_attrs(attrs: dict):
-    return tuple((k, freeze_attr(attrs[k])) for k in sorted(attrs))
+__all__ = ["Rewriter", "copy_graph", "is_stateful", "has_side_effects"]
 
 
 class Rewriter:

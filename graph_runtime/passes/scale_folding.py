@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import GraphPass, PassContext, make_stats, register_pass
-from .rewriter import Rewriter, has_subgraphs, is_stateful
+from .op_keys import has_subgraphs
+from .rewriter import Rewriter, is_stateful
 
 _SCALED = frozenset({"Conv2D", "MatMul"})
 _REORDERING = frozenset({"Transpose", "Reshape", "Identity"})     # Grappler's value-preserving chain
