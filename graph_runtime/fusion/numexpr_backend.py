@@ -7,7 +7,7 @@ of the values they read, so a program of a thousand stages compiles a handful
 (compile time follows the number of distinct stages).  The kernel
 gives a shared compiled stage one name and keeps temporaries in reused
 registers, so those stages' calls read the same and are written as a loop
-(`numpy_backend.reroll`).
+(`reroll.reroll`).
 
 `build(program, shapes)` returns a kernel, or None when numexpr must not be
 used for this program:
@@ -75,7 +75,7 @@ import numpy as np
 from .. import generated_source
 from .numexpr_stages import (INLINE_CHARS, MAX_STAGE_CHARS, MAX_STAGE_DEPTH, Stage, Stages, _NAME,  # noqa: F401
                              name_dtypes, stage_count, stages)
-from .numpy_backend import reroll
+from .reroll import reroll
 from .recipes import NE_DTYPES, dummy
 
 TRANSCENDENTAL_MAX_ULP = 3  # documented bound: a transcendental call vs NumPy's, same input (libm vs SIMD loops)

@@ -136,7 +136,7 @@ def test_numpy_kernel_of_an_unrolled_loop_is_rerolled_and_bitwise():
 
 
 def test_reroll_keeps_the_statement_sequence():
-    from graph_runtime.fusion.numpy_backend import reroll
+    from graph_runtime.fusion.reroll import reroll
     calls = []
     ns = {"f": lambda *a: calls.append(a)}
     block = ["    f(1)", "    f(2, x)", "    x = f(3)"]
