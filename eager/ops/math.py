@@ -1,4 +1,5 @@
-"""Elementwise math, comparisons, logic and casts (matmul, add_n, clip: `linalg.py`).
+"""Elementwise math and casts (matmul, add_n, clip: `linalg.py`; comparisons and logic: `comparison.py`,
+re-exported here).
 
 Each primitive is declared once (kernel, inference, gradient, flags); the
 public functions below convert their arguments and dispatch.  Gradients are
@@ -17,10 +18,12 @@ from ..dtypes import bool_, float32, float64, string
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ..tensor import Tensor
-from ._define import (EMPTY, binary_operands, broadcast_shapes, call_binary, call_unary, infer_broadcast_bool,
-                      infer_same, infer_same_float, infer_same_numeric, make_infer_broadcast)
+from ._define import (EMPTY, binary_operands, call_binary, call_unary, infer_same, infer_same_float,
+                      infer_same_numeric, make_infer_broadcast)
 from .array import sum_to_like
 from .casting import CAST, cast  # noqa: F401 - public here too (`eager.cast`), declared below for array.py
+from .comparison import (equal, greater, greater_equal, less, less_equal, logical_and,  # noqa: F401 - public here
+                         logical_not, logical_or, not_equal)
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "maximum", "minimum",
@@ -319,83 +322,3 @@ def is_nan(x, name=None):
 
 def is_finite(x, name=None):
     return call_unary(IS_FINITE, x, name)
-
-
-# ------------------------------------------------------------------ comparisons and logic
-def _cmp(name, fn):
-    return op(name, fn, lambda specs, attrs: infer_broadcast_bool(specs, attrs, name), elementwise=True,
-              numpy_ufunc=fn, rowwise_exact=True)
-
-
-EQUAL = _cmp("Equal", np.equal)
-NOT_EQUAL = _cmp("NotEqual", np.not_equal)
-LESS = _cmp("Less", np.less)
-LESS_EQUAL = _cmp("LessEqual", np.less_equal)
-GREATER = _cmp("Greater", np.greater)
-GREATER_EQUAL = _cmp("GreaterEqual", np.greater_equal)
-
-
-def _infer_logical(specs, attrs):
-    for s in specs:
-        if s.dtype is not bool_:
-            raise InvalidArgumentError(f"logical ops need bool tensors, got {s.dtype.name}")
-    shape = specs[0].shape if len(specs) == 1 else broadcast_shapes(specs[0].shape, specs[1].shape)
-    return [Spec(shape, bool_)]
-
-
-LOGICAL_AND = op("LogicalAnd", np.logical_and, _infer_logical, elementwise=True, commutative=True,
-                 numpy_ufunc=np.logical_and, rowwise_exact=True)
-LOGICAL_OR = op("LogicalOr", np.logical_or, _infer_logical, elementwise=True, commutative=True,
-                numpy_ufunc=np.logical_or, rowwise_exact=True)
-LOGICAL_NOT = op("LogicalNot", np.logical_not, _infer_logical, elementwise=True, numpy_ufunc=np.logical_not,
-                 rowwise_exact=True)
-
-
-def equal(x, y, name=None):
-    return call_binary(EQUAL, x, y, name)
-
-
-def not_equal(x, y, name=None):
-    return call_binary(NOT_EQUAL, x, y, name)
-
-
-def less(x, y, name=None):
-    return call_binary(LESS, x, y, name)
-
-
-def less_equal(x, y, name=None):
-    return call_binary(LESS_EQUAL, x, y, name)
-
-
-def greater(x, y, name=None):
-    return call_binary(GREATER, x, y, name)
-
-
-def greater_equal(x, y, name=None):
-    return call_binary(GREATER_EQUAL, x, y, name)
-
-
-def _check_bool(opdef, *ts):
-    for t in ts:
-        if t.dtype is not bool_:
-            raise InvalidArgumentError(f"{opdef.name}: expected bool tensors, got {t.dtype.name} "
-                                       f"(shape {t.shape})", op_name=opdef.name)
-
-
-def logical_and(x, y, name=None):
-    x, y = convert_to_tensor(x, dtype_hint=bool_), convert_to_tensor(y, dtype_hint=bool_)
-    _check_bool(LOGICAL_AND, x, y)
-    return execute(LOGICAL_AND, (x, y), EMPTY, name)
-
-
-def logical_or(x, y, name=None):
-    x, y = convert_to_tensor(x), convert_to_tensor(y)
-    _check_bool(LOGICAL_OR, x, y)
-    return execute(LOGICAL_OR, (x, y), EMPTY, name)
-
-
-def logical_not(x, name=None):
-    x = convert_to_tensor(x)
-    _check_bool(LOGICAL_NOT, x)
-    return execute(LOGICAL_NOT, (x,), EMPTY, name)
-
