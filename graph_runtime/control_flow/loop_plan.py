@@ -25,7 +25,9 @@ loop variable stepped by one, counter.py) runs `for t in range(...)` instead:
 no condition on NumPy scalars per iteration, and, where the counter is only a
 read index, no step either (reads take `t`).  A matrix product that only a
 fused kernel reads is computed into a scratch buffer allocated once per run
-(scratch_products.py: `np.dot` with `out=`, same bits).  A body's `ta.read(i) @ W` on a captured
+(scratch_products.py: `np.dot` with `out=`, same bits), and a capture that a
+fused kernel broadcasts (a bias) is handed to it expanded, copied once per
+run (broadcast_captures.py: same bits, NumPy's contiguous loop).  A body's `ta.read(i) @ W` on a captured
 TensorArray and weight (an RNN's step input) takes its row from products
 computed a block of rows at a time (row_products.py: same bits, one stacked
 matmul per block instead of a read and a matmul call per iteration).  Loop variables live in `v*`, captures in
@@ -52,7 +54,7 @@ from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
 from eager.tensor_array import GET_ITEM
 
-from . import counter, row_products, scratch_products
+from . import broadcast_captures, counter, row_products, scratch_products
 from .plans import body_plan, cached
 
 
@@ -165,6 +167,7 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, skip=rewrite)
     rewrite.update(scratch_rewrite)
     init += scratch
+    init += broadcast_captures.rewrites(bplan, em, captured, inputs, rewrite)
     if count is not None and count.substitute:
         rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
     lines[-1:-1] = [(text, None) for text in init]
