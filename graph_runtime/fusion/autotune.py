@@ -18,13 +18,19 @@ kernel.  So the choice (`Chooser`) is made from many timings and revisited:
   its last `WINDOW` ratios shows it at least `MARGIN` faster: one lucky call
   never flips the choice, and two variants within noise of each other do not
   alternate.
-- **Back-off.** A recheck that confirms the incumbent doubles the interval to
-  the next one (from `RECHECK` calls up to `MAX_RECHECK`): a recheck costs one
-  slower call in `RECHECK` at most, and fewer while the choice holds.  A
-  recheck that finds the challenger faster brings the interval back to
-  `RECHECK`, and the same challenger runs again `CONFIRM` calls later (and
-  again, while it keeps looking faster), so a wrong first choice or a change
-  of load is confirmed or refuted within a few dozen calls, not hundreds.
+- **Back-off, per challenger.**  Each challenger has its own interval
+  between rechecks (from `RECHECK` calls up to `MAX_RECHECK`): it doubles
+  only after a recheck that shows that challenger more than `MARGIN` slower
+  (that time and the median of its window),
+  so variants far behind cost one slow call in `MAX_RECHECK` (each is
+  rechecked once in `MAX_RECHECK` times the number of challengers), while a close
+  one keeps being rechecked every `RECHECK` calls (a single shared interval,
+  doubled by every slow challenger in turn, left a variant 10% faster than
+  the incumbent unchecked for hundreds of calls: a wrong first choice, made
+  from a few noisy samples, then held for a whole benchmark).  A challenger
+  whose ratios look faster (its last one, or the median of its window) runs
+  again `CONFIRM` calls later, until its window is full and decides; two
+  rechecks are never closer than `CONFIRM` calls.
 
 The clock is `CLOCK[0]` (`time.perf_counter`), read when a `Chooser` is made:
 tests inject a fake one and drive the logic deterministically.
@@ -57,7 +63,7 @@ class Chooser:
     WINDOW = 3            # recheck ratios per challenger whose median decides a switch
     MARGIN = 0.05         # a challenger must be this much faster (median ratio < 1 - MARGIN) to replace
     RECHECK = 16          # calls between rechecks at first, after a switch, or after a challenger looked faster
-    MAX_RECHECK = 128     # ... and at most, after rechecks that confirmed the incumbent
+    MAX_RECHECK = 128     # ... and at most (times the number of challengers), for challengers far behind
     CONFIRM = 4           # calls before a challenger that looked faster runs again
 
     def __init__(self, n: int, labels: Optional[list] = None):
@@ -66,10 +72,10 @@ class Chooser:
         self.times = [collections.deque(maxlen=self.SAMPLES) for _ in range(n)]
         self.ratios = [collections.deque(maxlen=self.WINDOW) for _ in range(n)]
         self.chosen: Optional[int] = None if n > 1 else 0
-        self.interval = self.RECHECK  # calls between rechecks while no challenger looks faster
-        self.since = 0                # calls since the last recheck
-        self.turn = 0                 # which challenger is next
-        self.suspect: Optional[int] = None     # a challenger whose last recheck looked faster: it runs next
+        self.interval = [self.RECHECK] * n    # each challenger's calls between rechecks
+        self.last = [0] * n                   # the call each challenger last ran at (or the choice was made)
+        self.last_recheck = 0                 # the call the last recheck ran at
+        self.suspect: Optional[int] = None    # a challenger whose ratios look faster: it runs next
         self.calls = 0
         self.switches = 0
         self.counts = [0] * n         # calls each candidate ran (reports and tests)
@@ -88,39 +94,56 @@ class Chooser:
     def _pick(self) -> int:
         if self.chosen is None:
             return min(range(self.n), key=lambda i: len(self.times[i]))      # in turns, the fewest first
-        if self.n > 1:
-            self.since += 1
-            if self.since >= (self.interval if self.suspect is None else self.CONFIRM):
-                self.since = 0
-                if self.suspect is not None:
-                    return self.suspect
-                others = [i for i in range(self.n) if i != self.chosen]
-                self.turn += 1
-                return others[self.turn % len(others)]
-        return self.chosen
+        if self.n == 1 or self.calls - self.last_recheck < self.CONFIRM:
+            return self.chosen
+        if self.suspect is not None:
+            due = [self.suspect] if self.calls - self.last[self.suspect] >= self.CONFIRM else []
+        else:
+            due = [i for i in range(self.n) if i != self.chosen and self.calls - self.last[i] >= self.interval[i]]
+        if not due:
+            return self.chosen
+        k = max(due, key=lambda i: (self.calls - self.last[i] - self.interval[i], -i))     # the most overdue
+        self.last[k] = self.last_recheck = self.calls
+        return k
 
     def record(self, k: int, seconds: float) -> None:
         if self.chosen is None:
             self.times[k].append(seconds)
             if all(len(t) == self.SAMPLES for t in self.times):
-                self.chosen = min(range(self.n), key=lambda i: statistics.median(self.times[i]))
+                self._choose(min(range(self.n), key=lambda i: statistics.median(self.times[i])))
             return
         if k == self.chosen:
             self.times[k].append(seconds)
             return
         self.times[k].append(seconds)
         base = statistics.median(self.times[self.chosen])
-        ratio = seconds / base if base > 0 else 1.0
+        self._rate(k, seconds / base if base > 0 else 1.0)
+
+    def _rate(self, k: int, ratio: float) -> None:
+        """Challenger `k` took `ratio` times the incumbent's time: switch, confirm soon, or back off."""
         self.ratios[k].append(ratio)
-        faster = ratio < 1.0 - self.MARGIN
-        self.interval = self.RECHECK if faster else min(2 * self.interval, self.MAX_RECHECK)
-        self.suspect = k if faster else None
-        if len(self.ratios[k]) == self.WINDOW and statistics.median(self.ratios[k]) < 1.0 - self.MARGIN:
-            self.chosen = k
+        median = statistics.median(self.ratios[k])
+        faster = median < 1.0 - self.MARGIN
+        if faster and len(self.ratios[k]) == self.WINDOW:
             self.switches += 1
-            self.suspect = None
-            for r in self.ratios:
-                r.clear()
+            self._choose(k)
+            return
+        looks_faster = faster or ratio < 1.0 - self.MARGIN
+        self.suspect = k if looks_faster else (None if self.suspect == k else self.suspect)
+        slower = ratio > 1.0 + self.MARGIN and median > 1.0 + self.MARGIN
+        # far behind: back off, up to one recheck of any of them in MAX_RECHECK calls on average
+        longest = self.MAX_RECHECK * (self.n - 1)
+        self.interval[k] = min(2 * self.interval[k], longest) if slower else self.RECHECK
+
+    def _choose(self, k: int) -> None:
+        """Make `k` the incumbent; every other candidate is rechecked from `RECHECK` calls on."""
+        self.chosen = k
+        self.suspect = None
+        self.interval = [self.RECHECK] * self.n
+        self.last = [self.calls] * self.n
+        self.last_recheck = self.calls
+        for r in self.ratios:
+            r.clear()
 
 
 class TunedKernel:

@@ -120,14 +120,45 @@ def test_confirming_rechecks_back_off_and_a_suspicious_one_shortens_the_interval
     assert ch.chosen_label == "b"              # ratios 0.9, 2.0, 0.9: the median is 10% faster
 
 
-def test_a_choice_among_three_rechecks_each_challenger_in_turn(monkeypatch):
+def test_a_choice_among_three_rechecks_each_challenger_on_its_own_schedule(monkeypatch):
     clock = FakeTime(monkeypatch, {"a": 1.0, "b": 2.0, "c": 3.0})
     ch = Chooser(3, ["a", "b", "c"])
     drive(ch, clock, 3 * Chooser.SAMPLES)
     assert clock.ran[:3] == ["a", "b", "c"] and ch.chosen_label == "a"
     clock.ran.clear()
-    drive(ch, clock, 16 + 32)
-    assert [x for x in clock.ran if x != "a"] == ["c", "b"]
+    drive(ch, clock, 16 + 32 + 64 + 128)
+    at = {x: [i + 1 for i, y in enumerate(clock.ran) if y == x] for x in "bc"}
+    # both due after RECHECK calls: the second CONFIRM calls after the first; each then backs off on its own
+    assert at == {"b": [16, 48, 112, 240], "c": [20, 52, 116]}
+
+
+def test_a_wrong_first_choice_is_undone_while_slower_challengers_back_off(monkeypatch):
+    """The quiet 2M chain's four variants: compiled + 2 threads is 11% faster than NumPy + 2 threads, but
+    while it is not the choice, every other run of it meets a busy core (the chooser first picked NumPy + 2
+    threads, and half the rechecks say nothing).  The two serial variants, far behind, must not stretch the close challenger's rechecks (a
+    shared interval they doubled used to leave the wrong choice in place for hundreds of calls)."""
+    cost = {"numpy, serial": 11.41, "numpy, 2 threads": 7.04, "native, serial": 10.63, "native, 2 threads": 6.24}
+    clock = FakeTime(monkeypatch, cost)
+    ch = Chooser(4, list(cost))
+    runs = {"native, 2 threads": 0}
+
+    def costs(label):
+        if label != "native, 2 threads" or ch.chosen_label == label:
+            return cost[label]
+        runs[label] += 1
+        return cost[label] * (1.6 if runs[label] % 2 else 1.0)      # its 1st, 3rd, 5th... run meets a busy core
+    drive(ch, clock, 4 * Chooser.SAMPLES, costs)
+    assert ch.chosen_label == "numpy, 2 threads"
+    clock.ran.clear()
+    while ch.chosen_label == "numpy, 2 threads" and len(clock.ran) < 1000:
+        drive(ch, clock, 1, costs)
+    assert ch.chosen_label == "native, 2 threads" and len(clock.ran) <= 64
+    clock.ran.clear()
+    drive(ch, clock, 1024, costs)
+    assert ch.chosen_label == "native, 2 threads" and ch.switches == 1
+    # the serial variants were rechecked, but rarely: about one slow call in MAX_RECHECK between them
+    slow = [clock.ran.count("numpy, serial"), clock.ran.count("native, serial")]
+    assert min(slow) >= 2 and sum(slow) <= 1024 // Chooser.MAX_RECHECK + 4
 
 
 # ------------------------------------------------------------------ TunedKernel
