@@ -36,7 +36,10 @@ a single element (C-contiguous inputs are viewed as 1-D; a non-contiguous
 input falls back to the straight-line kernel), else "rows" (chunks of rows
 along axis 0; values whose axis 0 has size 1 or that have a lower rank
 broadcast and are hoisted).  The loop body is a function of `(lo, hi)`, so
-`run_range`-style runners can split the range across threads.
+`run_range`-style runners can split the range across threads.  In the flat
+layout, `maximum`/`minimum`/`fmax`/`fmin` against a loop-invariant value
+(relu's zero) get a chunk-long row of that value, copied once per call of
+the body: against a stride-0 operand NumPy runs their scalar loop, ~3x slower.
 
 Every call is the same ufunc on the same dtypes as the unfused op, so results
 are bitwise identical to the unfused graph.
@@ -63,6 +66,10 @@ from .. import generated_source
 from .reroll import reroll
 
 _KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
+# against a stride-0 operand (a rank-0 constant: relu's zero) these take NumPy's scalar loop, ~3x slower
+# than their SIMD loop over two arrays: a chunked kernel gives them a chunk-long row of the value instead
+# (the same element pairs, so the same bits; eager/ops/relu_kernels.py does the same for Relu)
+_ROW_UFUNCS = _KEYWORD_OUT
 
 
 def _size(shape) -> int:
@@ -168,8 +175,10 @@ def _call(env: _Env, ins, args: list, out: Optional[str]) -> str:
 
 
 def _emit_block(env, program, instrs, loc: dict, bufs: _Buffers, alloc: Callable, lines: list, indent: str,
-                out_copy: dict) -> None:
+                out_copy: dict, rows: Optional[dict] = None) -> None:
     """Emit the calls of `instrs`; `loc` maps slots to expressions; results land in `bufs`' buffers.
+
+    `rows`: slot -> the expression of its value as a row, used instead of `loc` by `_ROW_UFUNCS`.
 
     `alloc(slot, name, lines, indent)` is called on a buffer's first write: it may emit an allocation
     (and return False: the call then writes with `out=`), or return True: the call allocates the buffer.
@@ -177,6 +186,8 @@ def _emit_block(env, program, instrs, loc: dict, bufs: _Buffers, alloc: Callable
     counter = itertools.count(len(lines))
     for k, ins in enumerate(instrs):
         args = [loc[a] for a in ins.args]
+        if rows and ins.fn in _ROW_UFUNCS:
+            args = [rows.get(a, e) for a, e in zip(ins.args, args)]
         if ins.kind == "ufunc":
             name, first = bufs.take(ins.out, k, lambda: f"t{next(counter)}")
             if first and alloc(ins.out, name, lines, indent):
@@ -332,6 +343,14 @@ def build_chunked(program, shapes: dict, layout: Layout, fallback: Callable) -> 
             iloc[s] = f"{name}_c"
             header.append(f"        {name}_c = {name}[s:e]")
 
+    rows: dict = {}
+    if flat:
+        for s in sorted({a for ins in looped if ins.fn in _ROW_UFUNCS for a in ins.args if a not in var}):
+            prologue.append(f"    R{s} = {env.bind('_empty', np.empty)}({layout.step}, {env.bind('_d', program.dtypes[s])})")
+            prologue.append(f"    {env.bind('_copyto', np.copyto)}(R{s}, {iloc[s]})")     # a bit copy
+            header.append(f"        r{s} = R{s}[:m]")
+            rows[s] = f"r{s}"
+
     def scratch(slot, name, lines, indent) -> bool:
         shape = (layout.step,) if flat else (layout.step,) + tuple(shapes[slot][1:])
         prologue.append(f"    T{name} = {_alloc(env, program, shapes, slot, shape)}")
@@ -350,7 +369,7 @@ def build_chunked(program, shapes: dict, layout: Layout, fallback: Callable) -> 
             bufs.reserve(s, iloc[s], True)
     copy_into = {s: iloc[s] for s in out_arrays if kinds[s] != "ufunc"}
     block: list = []
-    _emit_block(env, program, looped, iloc, bufs, scratch, block, "        ", copy_into)
+    _emit_block(env, program, looped, iloc, bufs, scratch, block, "        ", copy_into, rows)
     lines = [f"STEP = {layout.step}", f"def body({', '.join(loop_args + ['lo', 'hi'])}):"]
     lines += prologue + header + block
     # the kernel: hoisted values, output arrays, the chunk loop (run by `run`), results

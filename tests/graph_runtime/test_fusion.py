@@ -178,6 +178,27 @@ def test_chunked_threads_and_rows_layout(monkeypatch):
     assert_bitwise(ref, got)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunked_maximum_against_a_constant_runs_on_a_row_with_the_same_bits(dtype):
+    # relu's maximum(x, 0) and a clip's minimum(x, c) against a rank-0 operand take NumPy's scalar loop;
+    # the chunked kernel compares with a chunk-long row of the value instead: the same bits, NaN payloads
+    # and signed zeros included, in a short last chunk too
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(dtype, (3001,), name="x")
+        y = ek.minimum(ek.nn.relu(x * 2.0), -0.0) + ek.maximum(x, 0.5)
+    xv = _rand((3001,), dtype)
+    payload = np.array([0x7FC00123 if dtype == np.float32 else 0x7FF8000000000123],
+                       np.uint32 if dtype == np.float32 else np.uint64).view(dtype)[0]
+    xv[:8] = [payload, -payload, -0.0, 0.0, np.inf, -np.inf, 0.5, -0.5]
+    ref, got, _, plan = fused_and_reference(g, {x: xv}, [y], numexpr=False, chunk_bytes=1024, threads=1)
+    k = fused_kernels(plan)[0]
+    assert k.strategy == "chunked"
+    assert k.source.count("R") >= 3 and "= R" in k.source     # three constants, each given as a row
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    assert np.array_equal(np.asarray(ref[0]).view(bits), np.asarray(got[0]).view(bits))
+
+
 def test_non_contiguous_input_falls_back():
     g, x, y = _chain_graph(shape=(64, 64), n=2)
     xv = np.asfortranarray(_rand((64, 64)))
