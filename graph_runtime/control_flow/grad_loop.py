@@ -23,7 +23,9 @@ argument list and a result tuple per iteration; except that a capture's
 cotangent that is a weight term (`x_t.T @ dz_t`, or `dz_t` summed over its
 rows) is summed over all iterations by one GEMM or one reduction after the
 walk, which keeps only its operands (summed_products.py: the same sum in
-another order; `GRAPHJIT_LOOP_GRAD_GEMM=0` keeps the per-iteration sums).  A capture's sum is added
+another order; `GRAPHJIT_LOOP_GRAD_GEMM=0` keeps the per-iteration sums), and a product
+carried to the next iteration that one fused kernel reads there (an RNN's
+`dz @ Wh.T`) goes into one scratch per walk (scratch_products.py, same bits).  A capture's sum is added
 into its buffer once the kernel allocated one (`own*`: the first term may be a
 value the plan returned by reference, never written); the shape and dtype test
 is emitted only for cotangents whose static shape is not fully known.
@@ -39,7 +41,7 @@ import numpy as np
 
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
-from . import summed_products
+from . import scratch_products, summed_products
 from .plans import body_plan, cached
 
 
@@ -79,7 +81,10 @@ def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     lines: list = [(f"acc{c} = None; own{c} = False", None) for c in range(n_acc)]
     deferred = summed_products.find(plan, n_dy)
     rewrite, before, after = summed_products.rewrites(plan, em, deferred)
+    carried, scratch = scratch_products.rewrites(plan, em, found=scratch_products.find_carried(plan, n_dy, rewrite))
+    rewrite.update(carried)
     lines.extend(before)
+    lines.extend((text, None) for text in scratch)
     lines.append(("for t in range(n - 1, -1, -1):", None))
     inner: list = [("s = hist[t]", None)]
     inner.extend(emit_steps(plan, em, reg, Registers(), keep=keep, rewrite=rewrite or None))

@@ -24,6 +24,14 @@ copied, so no value that outlives the iteration shares the scratch.
 for products statically known to be such matrices, read by exactly one
 single-output `FusedElementwise` step and neither returned nor saved.
 
+A While gradient's backward walk (grad_loop.py) carries `dh = dz @ Wh.T` to
+the next iteration, where only the fused `dh * (1 - h^2)` kernel reads it:
+`find_carried` finds such products (the next value of a carried variable that
+one fused step reads, before the product), and the walk computes them into one
+scratch too: the previous value in it is dead when the product overwrites it,
+and the last one is returned as the start's cotangent (nothing writes the
+scratch after the walk).
+
 Imports `numpy` and `eager.ops.linalg`.
 """
 from __future__ import annotations
@@ -54,16 +62,22 @@ def product_flags(step):
     return flags
 
 
-def find(plan, skip=()) -> dict:
-    """{product step index: (transposes, consumer step index)} (module docstring); steps in `skip` (computed
-    another way) are neither products nor consumers here."""
-    if not DOT_IS_MATMUL:
-        return {}
+def _readers(plan) -> dict:
+    """{value id: [indices of the steps reading it]}."""
     readers: dict = {}
     for si, step in enumerate(plan.steps):
         if not step.noop:
             for v in step.inputs:
                 readers.setdefault(v, []).append(si)
+    return readers
+
+
+def find(plan, skip=()) -> dict:
+    """{product step index: (transposes, consumer step index)} (module docstring); steps in `skip` (computed
+    another way) are neither products nor consumers here."""
+    if not DOT_IS_MATMUL:
+        return {}
+    readers = _readers(plan)
     returned = {r.vid for r in plan.returns if r.kind == "value"}
     found = {}
     for si, step in enumerate(plan.steps):
@@ -81,12 +95,12 @@ def find(plan, skip=()) -> dict:
     return found
 
 
-def rewrites(plan, em, skip=()) -> tuple:
+def rewrites(plan, em, skip=(), found=None) -> tuple:
     """`(rewrite, scratch lines)`: the `emit_steps` rewrites of the products and their consumers, and the
-    lines allocating the scratch buffers before the loop."""
+    lines allocating the scratch buffers before the loop; `found`: the products (default `find(plan, skip)`)."""
     rewrite: dict = {}
     scratch: list = []
-    for j, (si, (flags, ci)) in enumerate(find(plan, skip).items()):
+    for j, (si, (flags, ci)) in enumerate((find(plan, skip) if found is None else found).items()):
         out = plan.steps[si].op.outputs[0]
         shape = tuple(int(d) for d in out.shape.dims)
         sc = f"sc{j}"
@@ -104,3 +118,32 @@ def rewrites(plan, em, skip=()) -> tuple:
             return lines
         rewrite[si], rewrite[ci] = product, consumer
     return rewrite, scratch
+
+
+def find_carried(plan, n_vars: int, skip=()) -> dict:
+    """{product step index: (transposes, consumer step index)} for a backward walk's products that are only
+    the next value of a carried variable `j < n_vars` (feed value id `j`, `plan.returns[j]`), when that
+    variable is read by exactly one single-output `FusedElementwise` step, before the product: its previous
+    value (the scratch) is dead by the time the product overwrites it (grad_loop.py)."""
+    if not DOT_IS_MATMUL:
+        return {}
+    readers = _readers(plan)
+    returned: dict = {}
+    for r in plan.returns:
+        if r.kind == "value":
+            returned[r.vid] = returned.get(r.vid, 0) + 1
+    producer = {v: si for si, step in enumerate(plan.steps) if not step.noop for v in step.outputs}
+    found = {}
+    for j, r in enumerate(plan.returns[:n_vars]):
+        si = producer.get(r.vid) if r.kind == "value" else None
+        if si is None or si in skip or returned[r.vid] != 1 or readers.get(r.vid) or j in returned:
+            continue
+        flags = product_flags(plan.steps[si])
+        users = readers.get(j, [])
+        if flags is None or len(users) != 1 or users[0] in skip or users[0] > si:
+            continue
+        consumer = plan.steps[users[0]]
+        if (consumer.op.type == "FusedElementwise" and len(consumer.outputs) == 1
+                and list(consumer.inputs).count(j) == 1):
+            found[si] = (flags, users[0])
+    return found

@@ -118,3 +118,58 @@ def test_no_result_shares_the_scratch():
         hs.append(want)
     np.testing.assert_array_equal(h, hs[-1])
     np.testing.assert_array_equal(first, hs[0])
+
+
+def grads_wrt_start(xs, wx, wh, b, h0, residual=False):
+    """Session gradients of sum(h * h) for the RNN started at `h0`, with respect to (wx, wh, h0); the backward
+    walk's sources."""
+    g = gr.Graph()
+    with g.as_default():
+        x, start = gr.placeholder("float32", xs.shape), gr.placeholder("float32", h0.shape)
+        w = [ek.constant(wx), ek.constant(wh)]
+
+        def body(t, h):
+            z = ek.tanh(ek.matmul(x[t], w[0]) + ek.matmul(h, w[1]) + b)
+            return t + 1, (z + h if residual else z)
+        h = ek.while_loop(lambda t, h: t < xs.shape[0], body, [ek.constant(0), start])[1]
+        fetch = [h] + gr.gradients(ek.reduce_sum(h * h), w + [start])
+    with gr.Session(graph=g) as sess:
+        got = sess.run(fetch, {x: xs, start: h0})
+    vjp = next(o for o in g.get_operations() if o.type == "WhileGrad").get_attr("vjp")
+    return got, [p.source for p in compiled_plans(vjp, "grad_loop")]
+
+
+@needs_dot
+def test_the_backward_walk_carries_dz_times_wh_in_a_scratch_with_the_same_bits(monkeypatch):
+    xs, wx, wh, b = data(steps=9)
+    h0 = RNG.standard_normal((xs.shape[1], 5)).astype(np.float32)
+    got, sources = grads_wrt_start(xs, wx, wh, b, h0)
+    assert any("_dot" in s and "sc0" in s for s in sources)
+    monkeypatch.setattr(scratch_products, "find_carried", lambda *a, **k: {})
+    want, sources = grads_wrt_start(xs, wx, wh, b, h0)
+    assert not any("_dot" in s for s in sources)
+    for a, e in zip(got, want):                 # the start's cotangent is the last product: the scratch
+        np.testing.assert_array_equal(a, e)
+    hs = [h0]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ wx + hs[-1] @ wh + b))
+    dh = 2 * hs[-1]
+    for t in range(xs.shape[0] - 1, -1, -1):
+        dh = (dh * (1 - np.square(hs[t + 1]))) @ wh.T
+    np.testing.assert_array_equal(got[3], dh)
+
+
+@needs_dot
+def test_a_carried_value_read_twice_keeps_its_own_arrays():
+    xs, wx, wh, b = data(steps=5)
+    h0 = RNG.standard_normal((xs.shape[1], 5)).astype(np.float32)
+    got, sources = grads_wrt_start(xs, wx, wh, b, h0, residual=True)   # dh feeds tanh's gradient and the sum
+    assert not any("sc0" in s for s in sources)
+    hs = [h0]
+    for t in range(xs.shape[0]):
+        hs.append(np.tanh(xs[t] @ wx + hs[-1] @ wh + b) + hs[-1])
+    dh = 2 * hs[-1]
+    for t in range(xs.shape[0] - 1, -1, -1):
+        z = hs[t + 1] - hs[t]
+        dh = (dh * (1 - np.square(z))) @ wh.T + dh
+    np.testing.assert_allclose(got[3], dh, rtol=1e-5, atol=1e-5)
