@@ -30,7 +30,9 @@ import numpy as np
 from .dtypes import as_dtype
 from .errors import InvalidArgumentError
 from .registry import op
-from .variables import _infer_read, read_kernel, locked
+from . import variable_storage as _storage
+from .variables import _infer_read, locked
+from .variable_storage import read_locked
 
 
 def _check_like(opname, var, old, **values):
@@ -48,10 +50,10 @@ def fused_step(opname, var, slots, grad, t, iterations, compute, lr=None, wd=Non
     touched = (var, *slots, *also_locked) + ((iterations,) if iterations is not None else ())
 
     def update():
-        old = read_kernel(var)
-        current = [read_kernel(s) for s in slots]
+        old = read_locked(var)
+        current = [read_locked(s) for s in slots]
         _check_like(opname, var, old, grad=grad, **{f"slot {s.name}": c for s, c in zip(slots, current)})
-        count = read_kernel(iterations) if iterations is not None else None
+        count = read_locked(iterations) if iterations is not None else None
         step = int(count) + 1 if count is not None else int(t)
         dt = old.dtype.type
         if decay:
@@ -59,10 +61,10 @@ def fused_step(opname, var, slots, grad, t, iterations, compute, lr=None, wd=Non
             old = np.subtract(old, np.multiply(np.multiply(old, dt(wd)), lr_))
         new, new_slots = compute(dt, old, current, grad, step)
         for s, value in zip(slots, new_slots):
-            s._value = value
-        var._value = new
+            _storage.store_locked(s, value)
+        _storage.store_locked(var, new)
         if count is not None:
-            iterations._value = np.add(count, np.ones_like(count))
+            _storage.store_locked(iterations, np.add(count, np.ones_like(count)))
         return new
     return locked(touched, update)
 
@@ -165,12 +167,12 @@ def _nadam_kernel(lr, beta_1, beta_2, epsilon, wd, t, grad, var, m, v, u_product
     """Keras Nadam (momentum schedule 0.96); the step's first variable advances the shared `u_product`."""
     def compute(dt, old, slots, g, step):
         if first:
-            u_product._value = nadam_u_product(read_kernel(u_product), beta_1, step)
+            _storage.store_locked(u_product, nadam_u_product(read_locked(u_product), beta_1, step))
         one, half, decay_rate = dt(1), dt(0.5), dt(0.96)
         b1, b2, local, following = dt(beta_1), dt(beta_2), dt(step), dt(step + 1)
         u_t = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, local))))
         u_t_1 = np.multiply(b1, np.subtract(one, np.multiply(half, np.power(decay_rate, following))))
-        u_prod_t = dt(read_kernel(u_product))
+        u_prod_t = dt(read_locked(u_product))
         u_prod_t_1 = np.multiply(u_prod_t, u_t_1)
         b2_power = np.power(b2, local)
         new_m = np.add(slots[0], np.multiply(np.subtract(g, slots[0]), np.subtract(one, b1)))

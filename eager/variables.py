@@ -1,7 +1,9 @@
 """`Variable`: mutable state, read and written only through registered ops.
 
-Storage is `Variable._value` (a NumPy array, replaced on every assign, never
-mutated in place, so earlier reads stay valid snapshots).  `ReadVariableOp` and
+Storage is a NumPy array read and written only through eager/variable_storage.py
+(its docstring gives the rule: reads take the variable's lock; an update writes
+into the stored array only when nothing but the variable holds it, else it
+stores a fresh array, so earlier reads stay valid snapshots).  `ReadVariableOp` and
 `Assign*VariableOp` are stateful ops whose attribute `var` is the variable, so
 the same ops run eagerly, in graphs and in traced functions (a graph stores a
 resource handle in the attr and binds the variable when it compiles a plan:
@@ -11,11 +13,12 @@ happens (graph_runtime adds an initializer op; tracing lifts it).  A failed
 assign (wrong shape or dtype) raises before anything is changed.
 
 `scatter_nd_update/add/sub` write slices at coordinates (ResourceScatterNd*).
-Updates are atomic per variable: every kernel that writes `_value` holds the
-variable's `_lock` from the read of the old value to the store of the new one,
-so concurrent `assign_add`s from many threads (eagerly, in Sessions, in traced
-functions) never lose an increment.  Reads take no lock: a store replaces the
-array reference, so a reader sees either the old or the new value, whole.
+Updates are atomic per variable: every kernel that writes the stored array holds
+the variable's `_lock` from the read of the old value to the store of the new
+one, so concurrent `assign_add`s from many threads (eagerly, in Sessions, in
+traced functions) never lose an increment.  Reads take the lock for the load
+of the reference, so a reader sees either the old or the new value, whole,
+even while an update writes in place.
 """
 from __future__ import annotations
 
@@ -25,14 +28,17 @@ import threading
 import numpy as np
 
 from . import context as _context
+from . import variable_storage as _storage
+from .variable_scatter import scatter_kernel
+from .variable_storage import read_kernel, read_locked, uninitialized as _uninitialized
 from . import tape_state as _tape_state
 from .convert import convert_to_tensor, constant
 from .dispatch import execute
 from .dtypes import as_dtype
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import InvalidArgumentError
 from .registry import Spec, op
 from .shape import TensorShape, as_shape
-from .ops.gather import _indices, _nd_index
+from .ops.gather import _indices
 from .ops.math import cast
 from .tensor import Tensor, TensorRef
 
@@ -46,15 +52,6 @@ def _shape(x):
     return x.shape if isinstance(x, (np.ndarray, np.generic)) else np.shape(x)
 
 
-def read_kernel(var):
-    v = var._value
-    if v is None:
-        raise FailedPreconditionError(
-            f"Attempting to use uninitialized value {var.name}: run its initializer "
-            f"(global_variables_initializer()) first", op_name="ReadVariableOp")
-    return v
-
-
 def _check_assignable(var, value, opname):
     if value.dtype != var._dtype.np_dtype:
         raise InvalidArgumentError(f"{opname}: cannot assign a {as_dtype(value.dtype).name} value to variable "
@@ -66,32 +63,35 @@ def _check_assignable(var, value, opname):
 
 def assign_kernel(value, var):
     _check_assignable(var, value, "AssignVariableOp")
-    with var._lock:
-        var._value = value
+    _storage.store(var, value)
     return value
 
 
 def update_kernel(fn, opname, into_delta: bool = False):
     """The kernel `(delta, var)` of a variable update `var <- fn(var, delta)`.
 
-    With `into_delta` the new value is written into `delta`'s buffer when it has the variable's shape and
-    dtype (the same ufunc, so the same bits): for callers that know nobody else holds `delta` (the
-    memory pass, graph_runtime/passes/memory.py).  The old value is never written: earlier reads may
-    hold it.
+    The new value goes into the stored array when nothing else holds it (eager/variable_storage.py),
+    else, with `into_delta`, into `delta`'s buffer when it has the variable's shape and dtype: for
+    callers that know nobody else holds `delta` (the memory pass, graph_runtime/passes/memory.py); else
+    into a fresh array.  The same ufunc every way, so the same bits.
     """
     def kernel(delta, var):
         with var._lock:             # read, compute and store under one lock: no lost updates
-            old = read_kernel(var)
+            target = _storage.in_place_target(var, delta)
+            if target is not None:
+                return fn(target, delta, out=target)
+            old = read_locked(var)
             if into_delta and type(delta) is np.ndarray and delta.shape == np.shape(old) and \
                     delta.dtype == old.dtype:
-                var._value = fn(old, delta, out=delta)
-                return delta
+                new = fn(old, delta, out=delta)
+                _storage.store_locked(var, new)
+                return new
             new = fn(old, delta)
             if _shape(new) != _shape(old):
                 raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
                                            f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
             new = new.astype(old.dtype, copy=False) if hasattr(new, "astype") else new
-            var._value = new
+            _storage.store_locked(var, new)
             return new
     return kernel
 
@@ -124,19 +124,23 @@ def locked(variables, fn):
 def _apply_gd_kernel(alpha, delta, var):
     """var <- var - alpha * delta: the arithmetic of Mul then AssignSubVariableOp with one allocation.
 
-    The new value is a fresh array (the old one may be held by earlier reads);
-    only the `alpha * delta` temporary is overwritten, never an input.
+    The new value goes into the stored array when nothing else holds it (eager/variable_storage.py), else
+    into the `alpha * delta` temporary (this kernel's own), never into an input.
     """
     opname = "ResourceApplyGradientDescent"
     with var._lock:
-        old = var._value
-        if old is None:
-            read_kernel(var)        # raises: uninitialized
-        if delta.dtype != old.dtype or alpha.dtype != old.dtype:
+        if _storage.load_locked(var) is None:
+            _uninitialized(var)
+        dt = var._dtype.np_dtype        # the stored array's dtype (assignments check it)
+        if delta.dtype != dt or alpha.dtype != dt:
             raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
                                        f"({as_dtype(delta.dtype).name}) must have the dtype of variable "
                                        f"{var.name} ({var._dtype.name})", op_name=opname)
         step = np.multiply(delta, alpha)
+        target = _storage.in_place_target(var, step)
+        if target is not None:
+            return np.subtract(target, step, out=target)
+        old = read_locked(var)
         if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
             new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
         else:
@@ -144,7 +148,7 @@ def _apply_gd_kernel(alpha, delta, var):
             if _shape(new) != _shape(old):
                 raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
                                            f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
-        var._value = new
+        _storage.store_locked(var, new)
         return new
 
 
@@ -152,41 +156,11 @@ APPLY_GRADIENT_DESCENT = op("ResourceApplyGradientDescent", _apply_gd_kernel, _i
                             doc="var -= alpha * delta (inputs alpha, delta; attr `var`): plain SGD in one op.")
 
 
-def _scatter_kernel(kind, opname):
-    """ResourceScatterNd{Update,Add,Sub}: write `updates` at the coordinates `indices` (last dim) of `var`."""
-    def kernel(indices, updates, var):
-        with var._lock:
-            old = read_kernel(var)
-            if updates.dtype != old.dtype:
-                raise InvalidArgumentError(f"{opname}: updates have dtype {as_dtype(updates.dtype).name}, but "
-                                           f"variable {var.name} has dtype {var._dtype.name}", op_name=opname)
-            idx = _nd_index(old.shape, indices, 0, opname)
-            expect = indices.shape[:-1] + old.shape[indices.shape[-1]:]
-            if updates.shape != expect:
-                raise InvalidArgumentError(f"{opname}: updates must have shape {list(expect)} for indices of shape "
-                                           f"{list(indices.shape)} and variable {var.name} of shape "
-                                           f"{list(old.shape)}, got {list(updates.shape)}", op_name=opname)
-            new = np.array(old)                 # a fresh array: earlier reads keep their snapshot
-            if idx is None:                     # empty coordinates: every update is the whole variable
-                whole = updates.reshape((-1,) + old.shape)
-                if len(whole):
-                    new = whole[-1].copy() if kind == "update" else \
-                        np.add(new, whole.sum(0, dtype=old.dtype)) if kind == "add" else \
-                        np.subtract(new, whole.sum(0, dtype=old.dtype))
-            elif kind == "update":
-                new[idx] = updates
-            else:
-                (np.add if kind == "add" else np.subtract).at(new, idx, updates)
-            var._value = new
-            return new
-    return kernel
-
-
-SCATTER_ND_UPDATE = op("ResourceScatterNdUpdate", _scatter_kernel("update", "ResourceScatterNdUpdate"),
+SCATTER_ND_UPDATE = op("ResourceScatterNdUpdate", scatter_kernel("update", "ResourceScatterNdUpdate"),
                        _infer_read, effect="write", doc="var[indices] = updates (attr `var`).")
-SCATTER_ND_ADD = op("ResourceScatterNdAdd", _scatter_kernel("add", "ResourceScatterNdAdd"), _infer_read,
+SCATTER_ND_ADD = op("ResourceScatterNdAdd", scatter_kernel("add", "ResourceScatterNdAdd"), _infer_read,
                     effect="write", doc="var[indices] += updates, duplicates summed (attr `var`).")
-SCATTER_ND_SUB = op("ResourceScatterNdSub", _scatter_kernel("sub", "ResourceScatterNdSub"), _infer_read,
+SCATTER_ND_SUB = op("ResourceScatterNdSub", scatter_kernel("sub", "ResourceScatterNdSub"), _infer_read,
                     effect="write", doc="var[indices] -= updates, duplicates summed (attr `var`).")
 
 
@@ -201,7 +175,7 @@ class Variable:
             raise ValueError("Variable: initial_value must be given")
         self._name = _context.current_name_scope() + (name or "Variable")
         self._unique_id = next(_ids)
-        self._lock = threading.Lock()      # held by every kernel that writes `_value`
+        self._lock = threading.Lock()      # taken by every read and write of the stored array
         self.trainable = bool(trainable)
         self.initializer = None
         ctx = _context.current()
@@ -215,12 +189,12 @@ class Variable:
         if not self._shape.is_compatible_with(init.shape):
             raise ValueError(f"Variable {self._name}: initial value of shape {init.shape} does not match the "
                              f"declared shape {self._shape}")
-        self._value = None
+        _storage.init(self, None)
         if ctx.is_eager:
             if init._is_symbolic:
                 raise ValueError(f"Variable {self._name}: initial value is a graph tensor but no graph is "
                                  f"being built")
-            self._value = init._value
+            _storage.init(self, init._value)
         else:
             ctx.create_variable(self, init)
 
@@ -252,7 +226,7 @@ class Variable:
     # -- reading ------------------------------------------------------------
     def value(self) -> Tensor:
         """Read the current value (a snapshot tensor; in graphs, a ReadVariableOp)."""
-        v = self._value
+        v = _storage.load(self)
         if v is not None and _ctx_state.stack[-1].is_eager:
             # what `execute(READ, ...)` does eagerly (read_kernel: the stored array), without dispatching
             t = Tensor(v)
@@ -272,13 +246,14 @@ class Variable:
         return a if dtype is None else a.astype(dtype)
 
     def is_initialized(self) -> bool:
-        return self._value is not None
+        return _storage.load(self) is not None
 
     # -- raw storage (runtimes that snapshot and restore variables, e.g. a distributed task's undo log) ---
     def stored_array(self):
-        """The stored NumPy array itself (no copy, None when uninitialized).  Stores replace the array,
-        never mutate it, so the result is a stable snapshot that `replace_stored_array` can compare."""
-        return self._value
+        """The stored NumPy array itself (no copy, None when uninitialized).  While the caller holds it no
+        update writes into it (eager/variable_storage.py), so it is a stable snapshot that
+        `replace_stored_array` can compare."""
+        return _storage.load(self)
 
     def replace_stored_array(self, new, expected=None, check: bool = True) -> bool:
         """Store array `new` under the variable's lock, without recording anything; returns True.
@@ -288,11 +263,7 @@ class Variable:
         of the wrong dtype or shape (InvalidArgumentError), as an assign does."""
         if check:
             _check_assignable(self, new, "AssignVariableOp")
-        with self._lock:
-            if expected is not None and self._value is not expected:
-                return False
-            self._value = new
-            return True
+        return _storage.compare_and_store(self, new, expected)
 
     # -- writing ------------------------------------------------------------
     def _as_update(self, value, opname):
@@ -339,10 +310,11 @@ class Variable:
         return self if _context.current().is_eager else out
 
     def __repr__(self):
-        if self._value is None:
+        v = _storage.load(self)
+        if v is None:
             return f"<Variable '{self.name}' shape={self._shape} dtype={self._dtype.name} (uninitialized)>"
-        return (f"<Variable '{self.name}' shape={tuple(np.shape(self._value))} dtype={self._dtype.name}, "
-                f"numpy={np.asarray(self._value)!r}>")
+        return (f"<Variable '{self.name}' shape={tuple(np.shape(v))} dtype={self._dtype.name}, "
+                f"numpy={np.asarray(v)!r}>")
 
     def __bool__(self):
         return bool(self.value())

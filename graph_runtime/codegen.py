@@ -19,7 +19,10 @@ attr keywords, which are the op's *declared* attr names looked up in its OpDef
 (`eager.registry.attr_keywords`: the emitted string is the op's own, an
 undeclared attr is refused), so a GraphDef or saved function cannot put code in
 the plan.  A register is reused once the value it holds has had its last use,
-so dead intermediates are released immediately.  `plan.line_to_step` maps
+so dead intermediates are released immediately; a register holding a variable's
+value that no later step reuses at once is set to None at the value's last use
+(else the variable's next update could not write into its array in place:
+eager/variable_storage.py).  `plan.line_to_step` maps
 each generated line to its step, so an exception raised by a kernel is
 attributed to its op at zero cost on the success path.  The source is
 registered with `linecache` while the plan lives (generated_source.py), so tracebacks
@@ -158,9 +161,12 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
             reg[vid] = em.bind("c", value)
     scalars: dict = {}
     lines: list = []
+    reads: set = set()          # value ids of variable reads (released at their last use, see below)
     for si, step in enumerate(plan.steps):
         if step.noop:
             continue
+        if step.kernel is read_kernel:
+            reads.update(step.outputs)
         in_regs = [reg[v] for v in step.inputs] if rewrite is not None and si in rewrite else None
         sym = operator_symbol(step.op, step.kernel, step.attrs) if len(step.outputs) == 1 else None
         direct = (getattr(step.kernel, "direct", None)
@@ -180,9 +186,12 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
                     kws = attr_keywords(step.op._opdef, len(step.inputs), step.attrs, f"op {step.op.name!r}")
                     args.extend(f"{kw}={em.bind('a', v)}" for kw, v in kws)
                 call = f"{kname}({', '.join(args)})"
+        released = []
         for v in dict.fromkeys(step.inputs):
             if last_use.get(v) == si and v not in consts and v not in keep:
                 regs.free.append(reg.pop(v))
+                if v in reads:
+                    released.append(regs.free[-1])
         targets = []
         for v in step.outputs:
             if v >= 0 and v in last_use:
@@ -197,6 +206,9 @@ def emit_steps(plan, em: Emitter, reg: dict, regs: Registers, keep=frozenset(), 
             lines.extend(rewrite[si](line, in_regs, targets))
         else:
             lines.append((line, si))
+            # a dead register must not keep a variable's array alive: a later update of that variable could
+            # not write in place (eager/variable_storage.py)
+            lines.extend((f"{r} = None", si) for r in released if r not in targets)
     return lines
 
 

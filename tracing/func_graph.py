@@ -89,7 +89,7 @@ class FuncGraph(Graph):
                 raise ValueError(f"Variable {var._name!r}: its initial value depends on the function's "
                                  f"arguments; initialize it from constants or random ops instead")
         plan = prepare(self, [], [init_tensor], (), NO_OPTIMIZE, container="single", check_feeds=False)
-        var._value = np.array(plan())
+        var.replace_stored_array(np.array(plan()), check=False)
         self.lifted_ops.update(id(o) for o in ops)
         self.created_variables.append(var)
 

@@ -105,7 +105,7 @@ class KerasVariable(Variable):
         return self._path
 
     def __repr__(self):
-        value = "" if not self.is_initialized() else f", numpy={np.asarray(self._value)!r}"
+        value = "" if not self.is_initialized() else f", numpy={np.asarray(self.stored_array())!r}"
         return f"<KerasVariable path={self._path!r}, shape={tuple(self.shape.as_list())}, dtype={self.dtype.name}{value}>"
 
 
