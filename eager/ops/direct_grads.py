@@ -18,6 +18,7 @@ installed wherever gradients are taken.
 """
 from __future__ import annotations
 
+from .. import buffers
 from ..tensor import Tensor
 from ._define import is_known_zero, sum_to_shape
 from .linalg import MATMUL
@@ -156,7 +157,12 @@ def square_grad(op, dy):
     if dv is None:
         return None
     d, x = dv
-    return [Tensor(MUL.kernel(d, MUL.kernel(x, x.dtype.type(2))))]
+    two = x.dtype.type(2)
+    if d.shape == x.shape and x.nbytes >= buffers.MIN_BYTES:
+        # the same two multiplies, the second in place, in recycled memory: no fresh pages every step
+        t = MUL.kernel(x, two, out=buffers.empty(x.shape, x.dtype))
+        return [Tensor(MUL.kernel(d, t, out=t))]
+    return [Tensor(MUL.kernel(d, MUL.kernel(x, two)))]
 
 
 def _install():

@@ -15,6 +15,7 @@ import numpy as np
 from ..convert import convert_to_tensor
 from ..dispatch import execute
 from ..dtypes import bool_, int64, as_dtype
+from .. import buffers
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from ._define import as_attr_tuple
@@ -79,7 +80,7 @@ def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
     dy = np.asarray(dy)
     if not keepdims and axes:
         dy = dy.reshape(tuple(1 if i in axes else d for i, d in enumerate(xs)))
-    out = np.empty(xs, dtype=dy.dtype)
+    out = buffers.empty(xs, dy.dtype)        # big: recycled memory, no fresh pages every step
     if not mean:
         np.copyto(out, dy)
         return out

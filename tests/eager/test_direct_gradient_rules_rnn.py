@@ -84,3 +84,14 @@ def test_square_of_an_integer_tensor_has_no_gradient_and_the_float_one_does():
         y, yf = ek.reduce_sum(ek.square(x)), ek.reduce_sum(ek.square(xf))
     assert tape.gradient(y, x) is None
     np.testing.assert_array_equal(tape.gradient(yf, xf).numpy(), [2.0, -4.0, 6.0])
+
+
+
+def test_big_square_gradient_in_recycled_memory_keeps_the_public_rules_bits():
+    # over 1 MiB Square's direct rule writes its two multiplies into recycled memory (eager.buffers)
+    rng = np.random.default_rng(3)
+    x = ek.constant(rng.standard_normal((128, 4096)).astype(np.float32))
+    w = ek.Variable(np.float32(0.7))
+    loss = lambda: ek.reduce_mean(ek.square(ek.nn.relu(x * w)))      # noqa: E731
+    direct, public = (taped_gradients(public, loss, [w]) for public in (False, True))
+    assert_same_bits(direct, public)
