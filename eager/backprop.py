@@ -17,6 +17,17 @@ handles (a second-order term, an unusual dtype), and the public rule runs
 instead; so does the public rule when the direct one raises (the public ops
 then raise their precise error, or NaN-producing NumPy warnings are handled as
 in every eager op).
+
+Pair rules, in the same direct mode: an op whose `extra["eager_grad_pair"]` is
+`(producer_opdef, rule)` and whose first input is the output of a recorded
+`producer_opdef` op that nothing else reads (no other recorded op, no target,
+no source) is differentiated together with that producer:
+`rule(op, producer, dy)` returns the gradient of the producer's first input,
+added in when the walk reaches the producer (so sums keep their order), and
+the producer's own rule never runs.  It must give the bits the two rules give
+one after the other; None (or an exception) falls back to them.  MaxPool over
+a Relu is the one pair (`direct_grads`): one ReluMaxPoolGrad pass instead of
+MaxPoolGrad, then ReluGrad over its result.
 """
 from __future__ import annotations
 
@@ -58,8 +69,15 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     for t, g in zip(targets, target_grads):
         _accumulate(grads, id(t), g, _m)
     direct = _direct_rules_apply()
+    links = None            # (producer entry by output, uses by input), for pair rules: made on first need
+    pending: dict = {}      # id(producer entry) -> its input's gradient from a pair rule
 
     for e in reversed(relevant):
+        if pending and id(e) in pending:      # a pair rule's producer: its gradient, where its rule would add it
+            k = id(e.inputs[0])
+            prev = grads.get(k)
+            grads[k] = pending.pop(id(e)) if prev is None else _sum(prev, pending.pop(id(e)), _m, direct)
+            continue
         outputs = e.outputs
         if len(outputs) == 1:
             g = grads.get(id(outputs[0]))
@@ -83,6 +101,12 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         view = GradView(e, frozenset(skip)) if skip else e
         in_grads = None
         if direct:
+            pair = opdef.extra.get("eager_grad_pair")
+            if pair is not None and len(out_grads) == 1 and type(out_grads[0]) is Tensor:
+                if links is None:
+                    links = _links(relevant)
+                if _pair_gradient(pair, e, out_grads[0], links, grads, needed, source_keys, pending):
+                    continue
             fast = opdef.extra.get("eager_grad")
             if fast is not None:
                 for g in out_grads:
@@ -114,6 +138,34 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
                 acc = g if acc is None else _sum(acc, g, _m, direct)
         results.append(acc)
     return results
+
+
+def _links(relevant):
+    producers = {id(o): e for e in relevant for o in e.outputs}
+    uses: dict = {}
+    for e in relevant:
+        for t in e.inputs:
+            uses[id(t)] = uses.get(id(t), 0) + 1
+    return producers, uses
+
+
+def _pair_gradient(pair, e, dy, links, grads, needed, source_keys, pending) -> bool:
+    """Differentiate `e` with its input's producer in one rule (module docstring); False: not applied."""
+    producer_def, rule = pair
+    k = id(e.inputs[0])
+    producers, uses = links
+    p = producers.get(k)
+    if (p is None or p.opdef is not producer_def or uses.get(k) != 1 or k in grads or k in source_keys
+            or k not in needed or id(p.inputs[0]) not in needed):
+        return False
+    try:
+        g = rule(e, p, dy)
+    except Exception:           # the two rules run, and raise their own errors if any
+        return False
+    if g is None:
+        return False
+    pending[id(p)] = g
+    return True
 
 
 def _direct_rules_apply() -> bool:

@@ -11,7 +11,9 @@ arguments in the same order, so the results are the same bits.  A rule
 returns None for a case it does not handle (another dtype, a gradient
 reaching the labels or a second output), and backprop then runs the public
 rule; it does the same when a direct rule raises, so errors keep their
-public wording (backprop.py).
+public wording (backprop.py).  One pair rule (`extra["eager_grad_pair"]`,
+backprop.py): MaxPool over a Relu whose output nothing else reads, in one
+ReluMaxPoolGrad pass.
 
 Imports the op modules; `backprop.py` imports this module so the rules are
 installed wherever gradients are taken.
@@ -24,6 +26,8 @@ from ._define import is_known_zero, sum_to_shape
 from .linalg import MATMUL
 from .math import ADD, MUL, NEG, SIGMOID, SQUARE, SUB, TANH
 from .nn import BIAS_ADD, RELU, RELU_GRAD
+from .nn_pool import MAX_POOL
+from .nn_pool_relu import RELU_MAX_POOL_GRAD
 from .nn_softmax import XENT
 from .reduction import MEAN, REDUCE_GRAD, SUM
 
@@ -165,12 +169,20 @@ def square_grad(op, dy):
     return [Tensor(MUL.kernel(d, MUL.kernel(x, two)))]
 
 
+def relu_max_pool_grad(pool, relu, dy):
+    """MaxPool's rule then Relu's, on h = relu(z): ReluMaxPoolGrad(h, y, dy), defined as
+    ReluGrad(MaxPoolGrad(relu(h), y, dy), relu(h)), has their bits, since relu(h) is h bit for bit."""
+    return Tensor(RELU_MAX_POOL_GRAD.kernel(pool.inputs[0]._value, pool.outputs[0]._value, dy._value,
+                                            **pool.attrs))
+
+
 def _install():
     for opdef, rule in ((MATMUL, matmul_grad), (ADD, add_grad), (SUB, sub_grad), (MUL, mul_grad),
                         (RELU, relu_grad), (SUM, _reduce_grad(False)), (MEAN, _reduce_grad(True)),
                         (XENT, xent_grad), (BIAS_ADD, bias_add_grad), (TANH, tanh_grad),
                         (SIGMOID, sigmoid_grad), (SQUARE, square_grad)):
         opdef.extra["eager_grad"] = rule
+    MAX_POOL.extra["eager_grad_pair"] = (RELU, relu_max_pool_grad)
 
 
 _install()

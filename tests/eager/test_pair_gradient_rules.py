@@ -1,0 +1,77 @@
+"""Backprop's pair rule: an eager MaxPool over a Relu is differentiated in one ReluMaxPoolGrad pass.
+
+With no tape recording, the backward pass of `max_pool(relu(z))` runs
+ReluMaxPoolGrad on relu's output instead of MaxPoolGrad and then ReluGrad
+(`extra["eager_grad_pair"]`, eager/backprop.py); an outer recording tape
+turns direct rules off, so the same gradient taken inside one is the two
+public rules' result.  Both must agree bit for bit (NaN, signed zeros,
+ties, both max-pool gradient kernels), sums into z must keep their order,
+and the pair must not apply where relu's output has another reader.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eager as ek
+from eager import native
+from tests.eager.test_direct_gradient_rules import assert_same_bits, dispatched_by_gradient, taped_gradients
+
+
+def _z(shape, seed=0):
+    z = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    z.reshape(-1)[:12] = [np.nan, -0.0, 0.0, -1.0, np.inf, -np.inf, 0.0, 0.0, 2.0, 2.0, -0.0, -0.0]
+    z[:, :2, :2, :] = 0.0                    # whole windows of relu's zeros: ties
+    return z
+
+
+def _loss(z, w, extra_use=False):
+    h = ek.nn.relu(z * w)
+    p = ek.nn.max_pool2d(h, 2, 2, "VALID")
+    loss = ek.reduce_sum(p * p) + ek.reduce_sum(z * w * 0.5)      # a second path to w
+    return loss + ek.reduce_sum(h) if extra_use else loss
+
+
+@pytest.mark.parametrize("native_kernel", [False, True])
+def test_pair_rule_gives_the_two_rules_bits(native_kernel):
+    if native_kernel and not native.available():
+        pytest.skip("numba not installed")
+    z = ek.constant(_z((2, 6, 6, 3)))
+    w = ek.Variable(np.float32(1.5))
+    with native.options(enabled=native_kernel, min_bytes=0):
+        direct, public = (taped_gradients(public, lambda: _loss(z, w), [w]) for public in (False, True))
+        assert_same_bits(direct, public)
+        names = dispatched_by_gradient(lambda: _loss(z, w), [w])
+    assert "MaxPoolGrad" not in names and "ReluGrad" not in names, names
+
+
+def test_gradient_of_z_keeps_its_sum_order_and_nan_bits():
+    # z's gradient sums three terms (the pair's, z * w * 0.5's and z * 3's): the pair's is added where
+    # Relu's rule would add it, so the sum keeps its order and bits
+    z = ek.Variable(_z((2, 4, 4, 2), seed=1))
+
+    def loss():
+        return _loss(z, ek.constant(np.float32(1.0))) + ek.reduce_sum(z * 3.0)
+    direct, public = (taped_gradients(public, loss, [z]) for public in (False, True))
+    assert np.array_equal(direct[0].numpy().view(np.uint32), public[0].numpy().view(np.uint32))
+    assert "MaxPoolGrad" not in dispatched_by_gradient(loss, [z])
+
+
+def test_no_pair_where_relus_output_has_another_reader():
+    z = ek.constant(_z((2, 6, 6, 3)))
+    w = ek.Variable(np.float32(1.5))
+    direct, public = (taped_gradients(public, lambda: _loss(z, w, extra_use=True), [w]) for public in (False, True))
+    assert_same_bits(direct, public)
+    assert "MaxPoolGrad" in dispatched_by_gradient(lambda: _loss(z, w, extra_use=True), [w])
+
+
+def test_no_pair_when_relus_output_is_a_target_or_a_source():
+    z = ek.constant(_z((2, 4, 4, 2)))
+    with ek.GradientTape(persistent=True) as tape:
+        tape.watch(z)
+        h = ek.nn.relu(z)
+        loss = ek.reduce_sum(ek.nn.max_pool2d(h, 2, 2, "VALID"))
+    dz, dh = tape.gradient(loss, [z, h])
+    np.testing.assert_array_equal(dh.numpy(), tape.gradient(loss, h).numpy())
+    expected = dh.numpy() * (h.numpy() > 0)
+    np.testing.assert_array_equal(dz.numpy(), expected)
