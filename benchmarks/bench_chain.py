@@ -5,8 +5,10 @@ fused kernel with up to four variants of equal bits (graph_runtime/fusion/
 autotune.py): the arithmetic as NumPy ufuncs or compiled loops (numba, after
 promotion) and the chunk loop serial or split over the kernel pool.  Each
 variant is pinned in turn (`TunedKernel.pin`), beside the unpinned kernel
-("auto": whatever the run-time choice is) and the hand-written NumPy
-expression, in rounds whose order rotates.  Per variant: the median wall time,
+("auto": whatever the run-time choice is), the same function traced with
+`fusion.options(fast_tanh=False)` (NumPy's tanh, the unfused graph's bits;
+with numba the fast tanh's kernel runs compiled variants only) and the
+hand-written NumPy expression, in rounds whose order rotates.  Per variant: the median wall time,
 the median over rounds of its ratio to NumPy's time in the same round
 (min-max), and the median CPU time of all threads (`time.process_time`): what
 the second core costs in work.
@@ -31,6 +33,7 @@ import numpy as np
 
 import eager as ek
 from benchmarks.bench_fusion import BIG, expr
+from graph_runtime import fusion
 from graph_runtime.fusion.autotune import TunedKernel
 from tracing import function
 
@@ -49,8 +52,12 @@ def chain_variants(rounds: int, number: int = 3) -> list:
     x_np = np.random.default_rng(0).standard_normal(BIG).astype(np.float32)
     x = ek.constant(x_np)
     f = function(lambda t: expr(ek, t))
+    with fusion.options(fast_tanh=False):        # traced (and its kernel generated) with NumPy's tanh
+        exact = function(lambda t: expr(ek, t))
+        exact(x)
     for _ in range(WARM_CALLS):
         f(x)
+        exact(x)
     kernels = [s.kernel for s in f.get_concrete_function(x)._plan.steps if isinstance(s.kernel, TunedKernel)]
     if len(kernels) != 1:
         raise RuntimeError(f"expected one tuned chunked kernel, found {len(kernels)}")
@@ -66,7 +73,7 @@ def chain_variants(rounds: int, number: int = 3) -> list:
                 k.pin(None)
         return run
 
-    cands = {"NumPy": lambda: expr(np, x_np), "auto": lambda: f(x)}
+    cands = {"NumPy": lambda: expr(np, x_np), "auto": lambda: f(x), "auto, fast_tanh=False": lambda: exact(x)}
     cands.update({label: pinned(label) for label in k.labels})
     wall = {c: [] for c in cands}
     cpu = {c: [] for c in cands}

@@ -45,6 +45,7 @@ Imports numpy, `eager.switches` and the standard library (numba lazily, when a k
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import threading
 
 import numpy as np
@@ -57,6 +58,12 @@ _lock = threading.Lock()
 _state = {"numba": None}       # numba: the module once imported, False when missing
 _switch = Switch("GRAPHJIT_NATIVE", "set_enabled")
 _kernels: dict = {}
+
+
+def installed() -> bool:
+    """Whether numba is installed, without importing it (a kernel that will compile later is chosen early)."""
+    nb = _state["numba"]
+    return nb is not False if nb is not None else importlib.util.find_spec("numba") is not None
 
 
 def available() -> bool:

@@ -6,7 +6,8 @@
 - `program.py`: the expression program (`Program`, `ProgramBuilder`, `interpret`).
 - `cost.py`: the cost model choosing numexpr / straight-line NumPy / chunked.
 - `numpy_backend.py`, `numexpr_backend.py`: kernel generators; `native_backend.py`: the arithmetic of big
-  chunked kernels as numba loops (optional `[native]` extra; promoted when hot, same bits).
+  chunked kernels as numba loops (optional `[native]` extra; promoted when hot, same bits); `fast_tanh.py`:
+  the float32 tanh those loops vectorize.
 - `kernel.py`: the `FusedElementwise` OpDef; kernels generated when a plan is
   compiled (per run-time shape when static shapes are unknown); `autotune.py`: the run-time choice
   among a big chunked kernel's variants of equal bits (serial or split, NumPy or compiled arithmetic).
@@ -26,7 +27,12 @@ NumPy's result for the same input (libm vs NumPy's SIMD loops; measured on
 the rest 0).  Later operations carry such a difference along like any rounding
 difference (a subtraction of nearly equal values would magnify it; sigmoid's
 kernel has none: exp(min(x, 0)) / (1 + exp(-|x|)), accurate in both tails).  Signed zeros are
-NumPy's (sign(-0.0) = +0.0); the sign of a NaN may differ.
+NumPy's (sign(-0.0) = +0.0); the sign of a NaN may differ.  A big chunked kernel that will run
+compiled (numba installed, at least `kernel.NATIVE_MIN_ELEMENTS` elements) computes float32 tanh with
+fast_tanh.py's vectorized function, in every variant and from its first call: at most 1 ulp from
+NumPy's result over all 2^32 inputs (edge values exact); `options(fast_tanh=False)` or
+`GRAPHJIT_FAST_TANH=0` gives NumPy's tanh there, and with `numexpr=False` every fused kernel is then
+bitwise the unfused graph.
 
 Imports its own submodules only; numexpr is optional.
 """

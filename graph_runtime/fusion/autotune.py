@@ -151,16 +151,18 @@ class TunedKernel:
     the kernel variant its `Chooser` picks (module docstring).
 
     `runners`: [(label, run)]; `make_native()`: the compiled variant (or None), asked for at the
-    `promote_after`-th call; None: no promotion.  A process that never calls a kernel that often never
+    `promote_after`-th call; None: no promotion.  `keep_numpy=False`: once promoted, only the compiled
+    variant runs (a NumPy form much slower than it: fast_tanh.py's, about 30 passes).  A process that never calls a kernel that often never
     imports numba."""
 
     def __init__(self, chunked: Callable, runners: list, make_native: Optional[Callable] = None,
-                 promote_after: int = 8):
+                 promote_after: int = 8, keep_numpy: bool = True):
         self.source = chunked.source
         self.kernels = [("numpy", chunked)]
         self.runners = list(runners)
         self.make_native = make_native
         self.promote_after = promote_after
+        self.keep_numpy = keep_numpy
         self.native = None
         self.state = "numpy" if make_native is not None else "settled"     # "numpy" -> "settled"
         self.calls = 0
@@ -225,7 +227,7 @@ class TunedKernel:
             native = self.make_native()
             if native is not None and same_bits(want, native(run, *arrays)):
                 self.native = native
-                self.kernels.append(("native", native))
+                self.kernels = self.kernels + [("native", native)] if self.keep_numpy else [("native", native)]
                 self._choose_again()
             return want
 

@@ -22,13 +22,17 @@ Large chunked kernels may split their chunk range across the kernel pool
 pooling kernels; NumPy releases the GIL inside ufunc loops), and a chunked
 kernel of at least `NATIVE_MIN_ELEMENTS` elements, at its `PROMOTE_AFTER`-th
 call, with numba installed, tries its compiled variant (native_backend.py),
-kept only if its bits match.  All these variants give the same bits; which one
-runs is timed at run time (autotune.py: `TunedKernel`, medians of alternating
+kept only if its bits match.  Such a kernel (`will_compile`) computes a float32
+tanh with the vectorized function of fast_tanh.py in every variant, from its
+first call (option `fast_tanh`, on by default; within 1 ulp of `np.tanh`; the
+NumPy form is slow, but runs only until the promotion, after which only the
+compiled variants run).  All these variants give the same bits; which one runs
+is timed at run time (autotune.py: `TunedKernel`, medians of alternating
 timings, rechecked, with a margin before a switch).  `threads=None` lets the
 timings choose serial or split (whether splitting pays depends on the machine
 and on its load), `threads=1` never splits, `threads=n` always does.
 
-Imports `numpy`, `eager` (`parallel`, `registry`) and sibling modules.
+Imports `numpy`, `eager` (`native`, `parallel`, `registry`) and sibling modules.
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from eager import parallel
+from eager import native, parallel
 from eager.registry import op
 
 from . import native_backend, numexpr_backend
@@ -135,6 +139,12 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
 def _tuned_chunked(program, shapes, layout, opts: FusionOptions, elements: int) -> Callable:
     """The chunked kernel with its runners: serial, and split over the pool if big enough and allowed
     (`opts.threads`: None lets the timings choose, 1 never splits, more always splits)."""
+    promote = elements >= NATIVE_MIN_ELEMENTS
+    fast = promote and opts.fast_tanh and will_compile(program, layout) and native_backend.fast_tanh_program(program)
+    if fast:
+        # every variant computes the compiled loops' tanh, from the first call: results never depend on
+        # which variant ran or on how many calls came before
+        program = fast
     straight = build_straight(program, shapes)
     chunked = build_chunked(program, shapes, layout, straight)
     threads = opts.threads if opts.threads is not None else min(parallel.cores(), 8)
@@ -143,11 +153,17 @@ def _tuned_chunked(program, shapes, layout, opts: FusionOptions, elements: int) 
         split = (f"{threads} threads", make_threaded_runner(threads))
         runners = [runners[0], split] if opts.threads is None else [split]
     make_native = None
-    if elements >= NATIVE_MIN_ELEMENTS:
+    if promote:
         make_native = lambda: native_backend.build(program, shapes, layout)  # noqa: E731
     elif len(runners) == 1:          # nothing to choose: the plain kernel, no timing
         return _bind_runner(chunked, runners[0][1])
-    return TunedKernel(chunked, runners, make_native, PROMOTE_AFTER)
+    return TunedKernel(chunked, runners, make_native, PROMOTE_AFTER, keep_numpy=not fast)
+
+
+def will_compile(program, layout) -> bool:
+    """Whether a big chunked kernel of this program will be promoted to compiled loops (numba installed and
+    enabled, a layout and instructions `native_backend.build` takes), decided without importing numba."""
+    return native.enabled() and native.installed() and native_backend.compilable(program, layout)
 
 
 def _bind_runner(chunked: Callable, run: Callable) -> Callable:

@@ -1,33 +1,39 @@
-"""Compiled arithmetic for big chunked kernels (numba, the optional `[native]` extra), bit for bit NumPy's.
+"""Compiled arithmetic for big chunked kernels (numba, the optional `[native]` extra).
 
 The chunked NumPy kernel (numpy_backend.build_chunked) makes one pass over each
 chunk per instruction: `(tanh(2x+1)(2x+1)-x)^2+3` is six arithmetic passes and
 one `tanh`.  Here each run of consecutive IEEE arithmetic instructions (add,
 subtract, multiply, true_divide, negative, square on float32 or float64, all
-operands of the instruction's own dtype) becomes one compiled loop that keeps
-its intermediates in registers and stores only the values read later; every
-other instruction (`tanh`, `exp`, ...) stays NumPy's ufunc, so transcendental
-results are NumPy's own.
+operands of the instruction's own dtype), and the float32 tanh of
+fast_tanh.py, becomes one compiled loop that keeps its intermediates in
+registers and stores only the values read later; every other instruction
+(`exp`, NumPy's own `tanh`, ...) stays NumPy's ufunc.
 
 Bits: each element goes through the same IEEE operations in the same order as
-the ufuncs: numba compiles `a * b + c` as a multiply and an add (no fused
+the NumPy kernel: numba compiles `a * b + c` as a multiply and an add (no fused
 multiply-add without `fastmath`, which is off), float32 stays float32, and
-division follows NumPy's error model (inf and nan, no exception).  On top of
+division follows NumPy's error model (inf and nan, no exception).  A float32
+tanh is NumPy's `np.tanh` unless the kernel was built for compiling
+(`fast_tanh_program`, chosen by kernel.py when the `fast_tanh` option is on):
+then every variant of the kernel, NumPy's included, computes fast_tanh.py's
+function (within 1 ulp of `np.tanh`), so the variants still agree.  On top of
 that `kernel.py` runs a promoted kernel once beside the NumPy one and uses it
 only if every output is bitwise equal (NaN payloads included).
 
 `build(program, shapes, layout)` returns `fused(run, *inputs)` with the chunked
-kernel's contract, or None: the layout is not "flat", an instruction is hoisted
-or opaque, an output is not computed in the loop, or no run has two
-instructions.  The source holds only names made here and integer literals;
-scalars are passed as arguments.  Compiling it costs numba's start-up (1-3 s
-the first time in a process) and a few tenths of a second per loop, so
-`kernel.py` asks for it only for big kernels called often (`PROMOTE_AFTER`).
+kernel's contract, or None: `compilable(program, layout)` is false (the layout
+is not "flat", an instruction is hoisted or opaque, an output is not computed
+in the loop), or no run has two instructions or a fast tanh.  The source holds
+only names made here and integer literals; scalars are passed as arguments.
+Compiling it costs numba's start-up (1-3 s the first time in a process) and a
+few tenths of a second per loop, so `kernel.py` asks for it only for big
+kernels called often (`PROMOTE_AFTER`).
 
 Imports `numpy`, `eager.native` and sibling modules.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -35,11 +41,29 @@ import numpy as np
 from eager import native
 
 from .. import generated_source
+from .fast_tanh import tanh32_core, tanh32_numpy
 from .numpy_backend import Layout, _Env, _alloc, _call, _compile
 
 _OPS = {np.add: "{0} + {1}", np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "{0} / {1}",
-        np.negative: "-{0}", np.square: "{0} * {0}"}
+        np.negative: "-{0}", np.square: "{0} * {0}", tanh32_numpy: "tanh32({0})"}
 _FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+_F32 = np.dtype(np.float32)
+
+
+def fast_tanh_program(program):
+    """`program` with each float32 `np.tanh` computed by fast_tanh.py's function, or None if it has none."""
+    instrs = [replace(i, fn=tanh32_numpy) if i.kind == "ufunc" and i.fn is np.tanh and i.dtype == _F32
+              and program.dtypes[i.args[0]] == _F32 else i for i in program.instrs]
+    if all(a is b for a, b in zip(instrs, program.instrs)):
+        return None
+    return replace(program, instrs=tuple(instrs), cache={})
+
+
+def compilable(program, layout: Layout) -> bool:
+    """Whether `build` can make a compiled kernel for this program and layout (numba aside)."""
+    var = layout.varying
+    return (layout.mode == "flat" and all(i.out in var and i.kind == "ufunc" for i in program.instrs)
+            and set(program.outputs) <= {i.out for i in program.instrs})
 
 
 def _eligible(program, ins) -> bool:
@@ -55,19 +79,15 @@ def _runs(program, looped: list) -> list:
             out[-1].append(ins)
         else:
             out.append([ins] if _eligible(program, ins) else ins)
-    return [g if not isinstance(g, list) or len(g) > 1 else g[0] for g in out]
+    # a lone fast tanh is a loop too: its NumPy form is many passes
+    return [g if not isinstance(g, list) or len(g) > 1 or g[0].fn is tanh32_numpy else g[0] for g in out]
 
 
 def build(program, shapes: dict, layout: Layout) -> Optional[Callable]:
-    if layout.mode != "flat" or not native.enabled() or not native.available():
+    if not native.enabled() or not compilable(program, layout) or not native.available():
         return None
-    var = layout.varying
-    looped = [i for i in program.instrs if i.out in var]
-    if len(looped) != len(program.instrs) or any(i.kind != "ufunc" for i in looped):
-        return None
+    looped = list(program.instrs)
     outs = set(program.outputs)
-    if not outs <= {i.out for i in looped}:
-        return None
     groups = _runs(program, looped)
     if not any(isinstance(g, list) for g in groups):
         return None
@@ -174,10 +194,15 @@ _LOOPS: dict = {}       # source -> compiled loop: numba compiles each distinct 
 MAX_LOOPS = 256
 
 
+_TANH32: list = []      # tanh32_core compiled (once per process, when a loop first needs it)
+
+
 def _compiled_loop(src: str) -> Callable:
     fn = _LOOPS.get(src)
     if fn is None:
-        ns: dict = {}
+        if not _TANH32:
+            _TANH32.append(native.jit(tanh32_core))
+        ns: dict = {"tanh32": _TANH32[0]}
         generated_source.load(src, "native-loop", ns)      # kept in linecache: the loop may live all along
         fn = native.jit(ns["loop"])
         if len(_LOOPS) >= MAX_LOOPS:

@@ -1,4 +1,4 @@
-"""Fusion settings: on/off, numexpr on/off, threads, chunk size.
+"""Fusion settings: on/off, numexpr on/off, threads, chunk size, the vectorized tanh.
 
 `FusionOptions` is a frozen record; `get_options()` returns the one in force.
 `set_options(**changes)` replaces the process-wide default (returns the previous
@@ -23,17 +23,23 @@ strategy regardless of the cost model when that strategy can run the program
 "split large tensors over up to `eager.parallel.cores()` threads of the
 kernel pool when that measures faster" (see autotune.py);
 `threads=1` never splits; a larger number always splits large tensors over
-that many threads.
+that many threads.  `fast_tanh` (default on; `GRAPHJIT_FAST_TANH=0` turns
+it off): a big chunked kernel that will run compiled (numba, the `[native]`
+extra) computes float32 tanh with the vectorized function of fast_tanh.py,
+within 1 ulp of NumPy's, in all its variants; off: NumPy's `np.tanh`, the
+unfused graph's bits.
 
-Imports nothing from the project.
+Imports `eager.switches`.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import threading
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Optional
+
+from eager.switches import env_flag
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class FusionOptions:
     min_ops: int = 2                  # smallest group worth fusing (compute ops, Identity not counted)
     max_distance: int = 64            # an op joins a group only if created <= this many ops after it
     force: Optional[str] = None       # "numexpr" | "numpy" | "chunked": skip the cost model when possible
+    fast_tanh: bool = field(default_factory=lambda: env_flag("GRAPHJIT_FAST_TANH"))   # module docstring
 
     def __post_init__(self):
         if self.threads is not None and (not isinstance(self.threads, int) or self.threads < 1):
@@ -54,6 +61,8 @@ class FusionOptions:
         if self.force not in (None, "numexpr", "numpy", "chunked"):
             raise ValueError(f"FusionOptions: force must be None, 'numexpr', 'numpy' or 'chunked', got "
                              f"{self.force!r}")
+        if type(self.fast_tanh) is not bool:
+            raise ValueError(f"FusionOptions: fast_tanh must be a bool, got {self.fast_tanh!r}")
         if not isinstance(self.min_ops, int) or self.min_ops < 1:
             raise ValueError(f"FusionOptions: min_ops must be an int >= 1, got {self.min_ops!r}")
 
