@@ -23,7 +23,12 @@ threadpoolctl does, for OpenBLAS, MKL and BLIS alike.
 Setting the count is a ctypes call into the library (about 6 us measured);
 finding the libraries (threadpoolctl scans the loaded shared objects, about
 5 ms) happens once, on first use.  `GRAPHJIT_BLAS_SPLIT=0` makes `known()`
-false (kernels keep their GEMMs whole, as without threadpoolctl).
+false (kernels keep their GEMMs whole, as without threadpoolctl);
+`GRAPHJIT_BLAS_SPLIT=1` (`split_forced()`) asks the convolutions to split
+their GEMMs even where BLAS runs on several threads (each part then runs
+inside `single()`): an opt-in, to be measured on a quiet machine, because
+OpenBLAS's own worker threads keep spinning for a while (about 0.1 s) after
+any GEMM that used them, on the core the pool's worker needs.
 
 Imports the standard library (threadpoolctl lazily, on first use).
 """
@@ -60,6 +65,11 @@ def _find() -> list:
     # a library whose count cannot be read could not be given its count back: leave it (and its GEMMs) alone
     readable = [lib for lib in libs if isinstance(lib.get_num_threads(), int)]
     return readable if len(readable) == len(libs) else []
+
+
+def split_forced() -> bool:
+    """`GRAPHJIT_BLAS_SPLIT=1`: convolution GEMMs in parts even where BLAS runs on several threads."""
+    return os.environ.get("GRAPHJIT_BLAS_SPLIT", "") == "1"
 
 
 def known() -> bool:

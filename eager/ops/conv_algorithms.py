@@ -206,10 +206,14 @@ def _split(n, per_image_elems, itemsize):
     Parts hold about PART_BYTES of im2col buffer each (fixed by the shapes, so the bits never depend on
     the machine's load); only where the whole buffer is at least SPLIT_MIN_BYTES, there is a second core
     and the BLAS library runs on one thread (`blas_threads.count()`): where it runs on several, each GEMM
-    already uses the cores, and on the 2-core machine the parts measured 5-14% slower on the CNN step.
+    already uses the cores, and on the 2-core machine the parts measured 5-14% slower on the CNN step
+    (`GRAPHJIT_BLAS_SPLIT=1` splits there too, lowering BLAS to one thread for the parts: an opt-in).
     """
     per_image = per_image_elems * itemsize
-    if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2 or blas_threads.count() != 1:
+    if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2:
+        return None
+    blas = blas_threads.count()
+    if blas is None or (blas != 1 and not blas_threads.split_forced()):      # GRAPHJIT_BLAS_SPLIT=1: parts anyway
         return None
     k = min(n, -(-n * per_image // max(1, PART_BYTES)))       # parts of equal size: no short last part
     return [(n * i // k, n * (i + 1) // k) for i in range(k)]

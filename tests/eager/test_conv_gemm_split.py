@@ -39,6 +39,38 @@ def test_gemms_stay_whole_where_blas_runs_on_several_threads(monkeypatch):
         assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) is None
         monkeypatch.setattr(blas_threads, "count", lambda: 1)
         assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+        monkeypatch.setattr(blas_threads, "count", lambda: 2)
+        monkeypatch.setenv("GRAPHJIT_BLAS_SPLIT", "1")          # opt-in: parts even on several BLAS threads
+        assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+        monkeypatch.setattr(blas_threads, "count", lambda: None)  # unknown count: never
+        assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) is None
+
+
+@needs_blas_control
+def test_forced_parts_on_several_blas_threads_give_the_one_thread_parts_bits(monkeypatch):
+    # GRAPHJIT_BLAS_SPLIT=1 where BLAS runs on several threads: each part's GEMM still runs on one BLAS
+    # thread, so the results are those of the parts with OPENBLAS_NUM_THREADS=1; the count comes back
+    x = RNG.standard_normal((8, 8, 8, 3)).astype(np.float32)
+    f = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    dy = RNG.standard_normal((8, 8, 8, 4)).astype(np.float32)
+    part = 2 * 8 * 8 * 9 * 3 * 4
+    with blas_threads.single(), conv_algorithms.split_gemms(min_bytes=0, part_bytes=part):
+        want = conv_and_grads(x, f, dy)
+    libs = blas_threads._libraries()
+    saved = [lib.get_num_threads() for lib in libs]
+    for lib in libs:
+        lib.set_num_threads(2)
+    try:
+        monkeypatch.setenv("GRAPHJIT_BLAS_SPLIT", "1")
+        with conv_algorithms.split_gemms(min_bytes=0, part_bytes=part):
+            assert conv_algorithms._split(8, 8 * 8 * 9 * 3, 4) == [(0, 2), (2, 4), (4, 6), (6, 8)]
+            got = conv_and_grads(x, f, dy)
+        assert blas_threads.count() == 2
+    finally:
+        for lib, n in zip(libs, saved):
+            lib.set_num_threads(n)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
 
 
 @needs_blas_control
