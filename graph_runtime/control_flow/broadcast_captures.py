@@ -34,7 +34,8 @@ import numpy as np
 MAX_ELEMENTS = 1 << 16
 
 
-def _static(t):
+def static_dims(t):
+    """The tensor's static shape as a tuple of ints, or None if any dimension (or the rank) is unknown."""
     dims = t.shape.dims
     return None if dims is None or any(d is None for d in dims) else tuple(int(d) for d in dims)
 
@@ -46,7 +47,7 @@ def expansions(step, captured) -> dict:
             or getattr(step.kernel, "strategy", None) != "numpy" or getattr(step.kernel, "direct", None)):
         return {}
     program = step.op.get_attr("program")
-    dims = [_static(t) for t in step.op.inputs]
+    dims = [static_dims(t) for t in step.op.inputs]
     if any(d is None for d in dims):
         return {}
     shapes = program.shapes_for(dims)
@@ -70,14 +71,14 @@ def expand(x, shape):
     return np.ascontiguousarray(np.broadcast_to(x, shape))
 
 
-def rewrites(plan, em, captured, reg: dict, rewrite: dict) -> list:
+def rewrites(plan, em, captured, reg: dict, rewrite: dict, skip=()) -> list:
     """Wrap `rewrite` ({step index: emit_steps rewrite}, updated in place) so the fused steps read expanded
     copies of the captures they broadcast; returns the lines making the copies before the loop.
-    `reg`: {value id: register} of the captures."""
+    `reg`: {value id: register} of the captures; steps in `skip` run another kernel (loop_kernels.py)."""
     init: list = []
     made: dict = {}
     for si, step in enumerate(plan.steps):
-        found = expansions(step, captured)
+        found = {} if si in skip else expansions(step, captured)
         if not found:
             continue
         subst = {}

@@ -54,7 +54,7 @@ from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
 from eager.tensor_array import GET_ITEM
 
-from . import broadcast_captures, counter, row_products, scratch_products
+from . import broadcast_captures, counter, loop_kernels, row_products, scratch_products
 from .plans import body_plan, cached
 
 
@@ -62,7 +62,7 @@ def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize
     """The generated loop of a While op (see the module docstring); cached on `body_g`."""
     # names, not ids (they survive a GraphDef round trip): a body graph belongs to one While op, whose cond
     # is rebuilt together with it by every pass that rebuilds either
-    key = ("loop", cond_g.name, tuple(saves), bool(has_max), bool(optimize))
+    key = ("loop", cond_g.name, tuple(saves), bool(has_max), bool(optimize), loop_kernels.setting())
 
     def make():
         cplan = body_plan(cond_g, (), optimize)
@@ -167,7 +167,8 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, skip=rewrite)
     rewrite.update(scratch_rewrite)
     init += scratch
-    init += broadcast_captures.rewrites(bplan, em, captured, inputs, rewrite)
+    compiled = loop_kernels.rewrites(bplan, em, rewrite)
+    init += broadcast_captures.rewrites(bplan, em, captured, inputs, rewrite, skip=compiled)
     if count is not None and count.substitute:
         rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
     lines[-1:-1] = [(text, None) for text in init]

@@ -30,7 +30,8 @@ kernel has none: exp(min(x, 0)) / (1 + exp(-|x|)), accurate in both tails).  Sig
 NumPy's (sign(-0.0) = +0.0); the sign of a NaN may differ.  A big chunked kernel that will run
 compiled (numba installed, at least `kernel.NATIVE_MIN_ELEMENTS` elements) computes float32 tanh with
 fast_tanh.py's vectorized function, in every variant and from its first call: at most 1 ulp from
-NumPy's result over all 2^32 inputs (edge values exact); `options(fast_tanh=False)` or
+NumPy's result over all 2^32 inputs (edge values exact), as does a While body's small tanh kernel
+compiled as one call (control_flow/loop_kernels.py); `options(fast_tanh=False)` or
 `GRAPHJIT_FAST_TANH=0` gives NumPy's tanh there, and with `numexpr=False` every fused kernel is then
 bitwise the unfused graph.
 
