@@ -25,9 +25,11 @@ no source) is differentiated together with that producer:
 `rule(op, producer, dy)` returns the gradient of the producer's first input,
 added in when the walk reaches the producer (so sums keep their order), and
 the producer's own rule never runs.  It must give the bits the two rules give
-one after the other; None (or an exception) falls back to them.  MaxPool over
-a Relu is the one pair (`direct_grads`): one ReluMaxPoolGrad pass instead of
-MaxPoolGrad, then ReluGrad over its result.
+one after the other; None (or an exception) falls back to them.  The pairs
+(`direct_grads`): MaxPool over a Relu (one ReluMaxPoolGrad pass instead of
+MaxPoolGrad, then ReluGrad over its result) and Mean over a Square (Square's
+rule takes dy / n unbroadcast: the Mean's input-sized gradient is never
+written).
 """
 from __future__ import annotations
 

@@ -11,14 +11,17 @@ arguments in the same order, so the results are the same bits.  A rule
 returns None for a case it does not handle (another dtype, a gradient
 reaching the labels or a second output), and backprop then runs the public
 rule; it does the same when a direct rule raises, so errors keep their
-public wording (backprop.py).  One pair rule (`extra["eager_grad_pair"]`,
-backprop.py): MaxPool over a Relu whose output nothing else reads, in one
-ReluMaxPoolGrad pass.
+public wording (backprop.py).  Two pair rules (`extra["eager_grad_pair"]`,
+backprop.py), for an op over a producer whose output nothing else reads:
+MaxPool over a Relu, in one ReluMaxPoolGrad pass, and Mean over a Square,
+without the Mean's input-sized gradient.
 
 Imports the op modules; `backprop.py` imports this module so the rules are
 installed wherever gradients are taken.
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import buffers
 from ..tensor import Tensor
@@ -29,7 +32,7 @@ from .nn import BIAS_ADD, RELU, RELU_GRAD
 from .nn_pool import MAX_POOL
 from .nn_pool_relu import RELU_MAX_POOL_GRAD
 from .nn_softmax import XENT
-from .reduction import MEAN, REDUCE_GRAD, SUM
+from .reduction import MEAN, REDUCE_GRAD, SUM, reduced_grad_operands
 
 
 def _summed_to(g, like):
@@ -160,13 +163,27 @@ def square_grad(op, dy):
     dv = _same_float(dy, op.inputs[0])
     if dv is None:
         return None
-    d, x = dv
+    return [Tensor(_square_grad(*dv))]
+
+
+def _square_grad(d, x):
     two = x.dtype.type(2)
-    if d.shape == x.shape and x.nbytes >= buffers.MIN_BYTES:
+    if np.broadcast_shapes(d.shape, x.shape) == x.shape and x.nbytes >= buffers.MIN_BYTES:
         # the same two multiplies, the second in place, in recycled memory: no fresh pages every step
         t = MUL.kernel(x, two, out=buffers.empty(x.shape, x.dtype))
-        return [Tensor(MUL.kernel(d, t, out=t))]
-    return [Tensor(MUL.kernel(d, MUL.kernel(x, two)))]
+        return MUL.kernel(d, t, out=t)
+    return MUL.kernel(d, MUL.kernel(x, two))
+
+
+def mean_square_grad(mean, square, dy):
+    """Mean's rule then Square's: Square's rule takes dy / n unbroadcast (each element is the value
+    ReduceGrad would have written there), so the input-sized gradient of the Mean is never written."""
+    x = square.inputs[0]._value
+    d = dy._value
+    if d.dtype != x.dtype or d.dtype.kind != "f" or np.shape(mean.inputs[0]._value) != x.shape:
+        return None
+    d, n = reduced_grad_operands(d, x.shape, mean.attrs["axis"], mean.attrs["keepdims"])
+    return Tensor(_square_grad(MUL.kernel(d, d.dtype.type(1.0 / max(n, 1))), x))
 
 
 def relu_max_pool_grad(pool, relu, dy):
@@ -183,6 +200,7 @@ def _install():
                         (SIGMOID, sigmoid_grad), (SQUARE, square_grad)):
         opdef.extra["eager_grad"] = rule
     MAX_POOL.extra["eager_grad_pair"] = (RELU, relu_max_pool_grad)
+    MEAN.extra["eager_grad_pair"] = (SQUARE, mean_square_grad)
 
 
 _install()

@@ -74,19 +74,26 @@ def _infer_reduce(specs, attrs, dtype=None):
     return [Spec(shape, out_dtype)]
 
 
-def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
-    xs = x.shape if type(x) is np.ndarray else np.shape(x)
+def reduced_grad_operands(dy, xs, axis, keepdims):
+    """(dy shaped to broadcast against shape `xs`, the number of elements each of its values stands for):
+    ReduceGrad broadcasts the one (a Sum's), or the one divided by the other (a Mean's)."""
     axes = _axes(axis, len(xs))
     dy = np.asarray(dy)
     if not keepdims and axes:
         dy = dy.reshape(tuple(1 if i in axes else d for i, d in enumerate(xs)))
+    n = 1
+    for a in axes:
+        n *= xs[a]
+    return dy, n
+
+
+def _reduce_grad_kernel(dy, x, axis=None, keepdims=False, mean=False):
+    xs = x.shape if type(x) is np.ndarray else np.shape(x)
+    dy, n = reduced_grad_operands(dy, xs, axis, keepdims)
     out = buffers.empty(xs, dy.dtype)        # big: recycled memory, no fresh pages every step
     if not mean:
         np.copyto(out, dy)
         return out
-    n = 1
-    for a in axes:
-        n *= xs[a]
     # one pass: broadcasting dy into the scaled output gives the bits of a copy followed by `out *= scale`
     if dy.dtype.kind == "f":
         np.multiply(dy, dy.dtype.type(1.0 / max(n, 1)), out=out)

@@ -75,3 +75,25 @@ def test_no_pair_when_relus_output_is_a_target_or_a_source():
     np.testing.assert_array_equal(dh.numpy(), tape.gradient(loss, h).numpy())
     expected = dh.numpy() * (h.numpy() > 0)
     np.testing.assert_array_equal(dz.numpy(), expected)
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (256, 1100)])            # the second over 1 MiB: pooled memory
+@pytest.mark.parametrize("axis,keepdims", [(None, False), ((1,), False), ((0,), True)])
+def test_mean_of_squares_pair_gives_the_two_rules_bits_without_reduce_grad(shape, axis, keepdims, monkeypatch):
+    # Mean over Square: Square's rule takes dy / n unbroadcast, so ReduceGrad never writes x-sized memory
+    from eager.ops.reduction import REDUCE_GRAD
+    zv = np.random.default_rng(4).standard_normal(shape).astype(np.float32)
+    zv.reshape(-1)[:6] = [np.nan, -0.0, 0.0, np.inf, -np.inf, 1e-30]
+    z = ek.Variable(zv)
+    w = ek.Variable(np.float32(1.25))
+
+    def loss():
+        return ek.reduce_sum(ek.reduce_mean(ek.square(ek.nn.relu(z * w)), axis=axis, keepdims=keepdims) * 3.0)
+    direct, public = (taped_gradients(public, loss, [z, w]) for public in (False, True))
+    for d, p in zip(direct, public):
+        assert np.array_equal(d.numpy().view(np.uint32), p.numpy().view(np.uint32))
+    calls = []
+    kernel = REDUCE_GRAD.kernel
+    monkeypatch.setattr(REDUCE_GRAD, "kernel", lambda *a, **k: calls.append(1) or kernel(*a, **k))
+    taped_gradients(False, loss, [z, w])
+    assert calls == [1]          # the outer reduce_sum's; the Mean's went through the pair
