@@ -13,7 +13,12 @@ image's slabs stay in cache), with exactly the same arithmetic:
   dy goes to its first maximum in row-major order found with the same `>`
   scan as NumPy's argmax path (a NaN never wins), every other element gets
   zero; with `relu=True` the same scan runs on relu(x) and is followed by
-  relu's gradient (`eager/ops/nn_pool_relu.py`).
+  relu's gradient (`eager/ops/nn_pool_relu.py`);
+- `sgd_update(w, g, lr)`: plain SGD's `w -= g * lr` in one pass over memory
+  instead of NumPy's two (the product into a temporary, then the
+  difference), each element's product rounded to the dtype before the
+  subtraction, as NumPy's two ufuncs round (eager/variables.py calls it for
+  an update that writes into the variable's array).
 
 So the results are the NumPy kernels' bits (tests check it; the one
 difference: where some window holds a NaN, the NumPy max-pool gradient
@@ -182,7 +187,13 @@ def _max_pool_grad_py(x, dy, dx, kh, kw, best, arg, zero, one, relu):
                             dx[b, r, q, ch] = dy[b, i, j, ch]
 
 
-_SOURCES = {"col2im": _col2im_py, "max_pool_grad": _max_pool_grad_py}
+def _sgd_py(w, g, lr):
+    r = lr[0]                                   # of w's dtype: the product rounds as np.multiply's does
+    for i in range(w.size):
+        w[i] = w[i] - g[i] * r
+
+
+_SOURCES = {"col2im": _col2im_py, "max_pool_grad": _max_pool_grad_py, "sgd": _sgd_py}
 
 
 # ------------------------------------------------------------------ entry points (callers check `use` first)
@@ -198,3 +209,9 @@ def max_pool_grad(x, dy, dx, kh, kw, relu=False) -> None:
     c = dy.shape[3]
     _kernel("max_pool_grad")(x, dy, dx, kh, kw, np.empty(c, x.dtype), np.empty(c, np.int64), np.zeros(1, dx.dtype),
                              np.ones(1, dx.dtype), relu)
+
+
+def sgd_update(w, g, lr) -> None:
+    """w -= g * lr in one pass: w and g C-contiguous arrays of one shape and dtype, lr a scalar of that dtype
+    (not overlapping w)."""
+    _kernel("sgd")(w.reshape(-1), g.reshape(-1), np.full(1, lr, w.dtype))

@@ -28,6 +28,7 @@ import threading
 import numpy as np
 
 from . import context as _context
+from . import native as _native
 from . import variable_storage as _storage
 from .variable_scatter import scatter_kernel
 from .variable_storage import read_kernel, read_locked, uninitialized as _uninitialized
@@ -121,38 +122,49 @@ def locked(variables, fn):
             v._lock.release()
 
 
-def _apply_gd_kernel(alpha, delta, var):
-    """var <- var - alpha * delta: the arithmetic of Mul then AssignSubVariableOp with one allocation.
+def gradient_descent_kernel(donate_delta: bool = False):
+    """The kernel `(alpha, delta, var)` of var <- var - delta * alpha: Mul then AssignSubVariableOp's arithmetic.
 
-    The new value goes into the stored array when nothing else holds it (eager/variable_storage.py), else
-    into the `alpha * delta` temporary (this kernel's own), never into an input.
+    Into the stored array when nothing else holds it (eager/variable_storage.py): in one pass when the
+    native SGD kernel is available and the arrays are big (eager/native.py, the same bits), else the product
+    into a temporary first.  Else into that temporary.  The temporary is `delta`'s own buffer with
+    `donate_delta` (for a caller that knows nobody else holds `delta`: the memory pass), else a fresh array:
+    an input is never written otherwise.
     """
     opname = "ResourceApplyGradientDescent"
-    with var._lock:
-        if _storage.load_locked(var) is None:
-            _uninitialized(var)
-        dt = var._dtype.np_dtype        # the stored array's dtype (assignments check it)
-        if delta.dtype != dt or alpha.dtype != dt:
-            raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
-                                       f"({as_dtype(delta.dtype).name}) must have the dtype of variable "
-                                       f"{var.name} ({var._dtype.name})", op_name=opname)
-        step = np.multiply(delta, alpha)
-        target = _storage.in_place_target(var, step)
-        if target is not None:
-            return np.subtract(target, step, out=target)
-        old = read_locked(var)
-        if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
-            new = np.subtract(old, step, out=step)    # `step` is this kernel's own temporary: nobody else holds it
-        else:
-            new = np.subtract(old, step)
-            if _shape(new) != _shape(old):
-                raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
-                                           f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
-        _storage.store_locked(var, new)
-        return new
+
+    def kernel(alpha, delta, var):
+        with var._lock:
+            if _storage.load_locked(var) is None:
+                _uninitialized(var)
+            dt = var._dtype.np_dtype        # the stored array's dtype (assignments check it)
+            if delta.dtype != dt or alpha.dtype != dt:
+                raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
+                                           f"({as_dtype(delta.dtype).name}) must have the dtype of variable "
+                                           f"{var.name} ({var._dtype.name})", op_name=opname)
+            target = _storage.in_place_target(var, delta) if alpha.ndim == 0 else None
+            if target is not None and delta.shape == target.shape and delta.flags.c_contiguous and \
+                    _native.use(3 * target.nbytes, dt):
+                _native.sgd_update(target, delta, alpha)
+                return target
+            own = donate_delta and type(delta) is np.ndarray
+            step = np.multiply(delta, alpha, out=delta) if own else np.multiply(delta, alpha)
+            if target is not None:
+                return np.subtract(target, step, out=target)
+            old = read_locked(var)
+            if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
+                new = np.subtract(old, step, out=step)    # `step` is a temporary nobody else holds
+            else:
+                new = np.subtract(old, step)
+                if _shape(new) != _shape(old):
+                    raise InvalidArgumentError(f"{opname}: update of shape {list(np.shape(delta))} does not match "
+                                               f"variable {var.name} of shape {list(np.shape(old))}", op_name=opname)
+            _storage.store_locked(var, new)
+            return new
+    return kernel
 
 
-APPLY_GRADIENT_DESCENT = op("ResourceApplyGradientDescent", _apply_gd_kernel, _infer_read, effect="write",
+APPLY_GRADIENT_DESCENT = op("ResourceApplyGradientDescent", gradient_descent_kernel(), _infer_read, effect="write",
                             doc="var -= alpha * delta (inputs alpha, delta; attr `var`): plain SGD in one op.")
 
 

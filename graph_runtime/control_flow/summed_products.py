@@ -57,7 +57,7 @@ from eager.ops.linalg import TRANSPOSED_PRODUCTS
 from eager.switches import Switch
 
 PART_MACS = 1 << 18      # OpenBLAS runs a GEMM of at most 65536 * 4 multiply-adds on one thread
-_WRITES_INPUTS = frozenset({"InplaceElementwise", "InplaceAssignUpdate"})
+_WRITES_INPUTS = frozenset({"InplaceElementwise", "InplaceAssignUpdate", "InplaceApplyGradientDescent"})
 _FLOATS = ("float32", "float64")
 _switch = Switch("GRAPHJIT_LOOP_GRAD_GEMM", "summed_products.set_enabled")
 

@@ -27,8 +27,13 @@ Variable updates too: `AssignSubVariableOp` / `AssignAddVariableOp` whose
 delta is big, dead after the update and made fresh by its producer (a ufunc
 op, a fused kernel's ufunc output, `MatMul`, ...) become
 `InplaceAssignUpdate`, which stores `var - delta` into the delta's buffer
-(plain SGD's `w - lr * g` then allocates nothing new); the old value, which
-earlier reads may hold, is never written.
+(plain SGD's `w - lr * g` then allocates nothing new), unless the variable's
+own array may be written (eager/variable_storage.py).  And plain SGD's
+`AssignSubVariableOp(var, Mul(g, lr))`, with `lr` a scalar and `g` big, dead
+after the product and made fresh, becomes `InplaceApplyGradientDescent(lr, g)`:
+one op that writes `w - g * lr` into the variable's array in one pass when the
+native kernel is available (eager/native.py), else computes the product into
+`g`'s buffer first (the same bits either way).
 
 `import_graph_def` refuses `InplaceElementwise` and `InplaceAssignUpdate`
 nodes (GraphDefError): a file never decides an in-place write.  A distributed session's master ships
@@ -42,7 +47,7 @@ import numpy as np
 
 from eager.errors import InvalidArgumentError
 from eager.registry import get, lookup, op
-from eager.variables import update_kernel
+from eager.variables import gradient_descent_kernel, update_kernel
 
 from .core import GraphPass, PassContext, make_stats, register_pass
 from .rewriter import Rewriter, is_stateful
@@ -147,6 +152,55 @@ INPLACE_UPDATE = op("InplaceAssignUpdate", _inplace_update_kernel, _infer_inplac
                     extra={"writes_input": ("index", _update_out_of_place), "check_import": _refuse_update_import})
 
 
+def _apply_gd_out_of_place(attrs) -> tuple:
+    return get("ResourceApplyGradientDescent"), {"var": attrs["var"]}
+
+
+def _infer_apply_gd(specs, attrs):
+    if attrs.get("index") != 1:
+        raise InvalidArgumentError("InplaceApplyGradientDescent: index must be 1 (the gradient's buffer)",
+                                   op_name="InplaceApplyGradientDescent")
+    return get("ResourceApplyGradientDescent").infer(specs, {"var": attrs["var"]})
+
+
+def _refuse_apply_gd_import(raw_attrs):
+    _refuse_import(raw_attrs, "InplaceApplyGradientDescent")
+
+
+_donated_gd = gradient_descent_kernel(donate_delta=True)
+
+
+def _inplace_apply_gd_kernel(alpha, delta, var, index=1):
+    return _donated_gd(alpha, delta, var)
+
+
+INPLACE_APPLY_GD = op("InplaceApplyGradientDescent", _inplace_apply_gd_kernel, _infer_apply_gd,
+                      effect="write",
+                      doc="var -= delta * alpha (inputs alpha, delta; attrs var, index=1) using delta's buffer for "
+                          "the product (made by the memory pass for plain SGD's dead, freshly made gradient).",
+                      extra={"writes_input": ("index", _apply_gd_out_of_place),
+                             "check_import": _refuse_apply_gd_import})
+
+
+def _sgd_product(o, uses, outputs, ctx, min_bytes):
+    """(alpha, gradient, Mul op) when `o` is AssignSubVariableOp(var, Mul(g, alpha)) with a rank-0 float `alpha`
+    and a big `g` whose buffer the product may take (dead after it, made fresh); else None."""
+    if o._opdef.name != "AssignSubVariableOp" or len(o._inputs) != 1:
+        return None
+    t = o._inputs[0]
+    m = t._op
+    if (m._opdef.name != "Mul" or uses.get(id(t)) != 1 or id(t) in outputs or m._name in ctx.preserve
+            or t._dtype.np_dtype.kind != "f"):
+        return None
+    idx = _reusable_input(m, uses, outputs, ctx, min_bytes)
+    if idx is None:
+        return None
+    alpha = m._inputs[1 - idx]
+    if alpha._shape.rank != 0 or alpha._dtype is not t._dtype:
+        return None
+    return alpha, m._inputs[idx], m
+
+
 def _fresh_output(t) -> bool:
     """Does `t`'s producer make a new array for it on every run, held by nobody else?"""
     p = t._op
@@ -179,7 +233,12 @@ def plan_memory(graph, ctx: PassContext):
             uses[id(t)] = uses.get(id(t), 0) + 1
     outputs = {id(t) for t in graph.outputs}
     for o in graph._ops:
-        if _donated_delta(o, uses, outputs, ctx, min_bytes):
+        sgd = _sgd_product(o, uses, outputs, ctx, min_bytes)
+        if sgd is not None:             # the Mul, emitted before, is left dead: finish() drops it
+            alpha, g, m = sgd
+            new = rw.emit(INPLACE_APPLY_GD, [rw.t(alpha), rw.t(g)], {"var": o._attrs["var"], "index": 1}, like=o,
+                          name=o._name, control_inputs=tuple(dict.fromkeys(rw.controls(o) + rw.controls(m))))
+        elif _donated_delta(o, uses, outputs, ctx, min_bytes):
             new = rw.emit(INPLACE_UPDATE, rw.inputs(o), {"op_type": o._opdef.name, "var": o._attrs["var"], "index": 0},
                           like=o, name=o._name, control_inputs=rw.controls(o))
         else:

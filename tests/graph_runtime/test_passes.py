@@ -449,7 +449,7 @@ def test_memory_pass_stores_a_variable_update_into_its_dead_delta():
         w = ek.Variable(w0, name="w")
         v = ek.Variable(w0, name="v")
         r = w.read_value()
-        up = w.assign_sub(ek.matmul(x, x) * 0.5)       # delta: a fresh Mul output, read once
+        up = w.assign_sub(ek.matmul(x, x) + 0.5)       # delta: a fresh AddV2 output, read once
         fed = v.assign_add(x)                          # delta: the caller's fed array, never written
         init = gr.global_variables_initializer()
     with gr.Session(graph=g) as sess:
@@ -462,14 +462,15 @@ def test_memory_pass_stores_a_variable_update_into_its_dead_delta():
     before, after, _ = run_graph(new, [r.name, up.name, fed.name], feeds)
     np.testing.assert_array_equal(before, w0)                  # the value read before is not overwritten
     product = ek.matmul(feeds["x:0"], feeds["x:0"]).numpy()   # the MatMul kernel's bits (big ones run in parts)
-    np.testing.assert_array_equal(after, w0 - product * np.float32(0.5))
+    np.testing.assert_array_equal(after, w0 - (product + np.float32(0.5)))
     np.testing.assert_array_equal(w.numpy(), after)
     np.testing.assert_array_equal(feeds["x:0"], keep)
 
 
 def test_plain_sgd_update_of_a_big_variable_allocates_nothing_new():
-    """`w - lr * g` with g a fresh matmul: the product stays out of fused groups, is computed into g, and
-    the update is stored there (the same ufuncs: equal bits); a small variable's update stays as it was."""
+    """`w - lr * g` with g a fresh matmul: the product stays out of fused groups and the update becomes one
+    InplaceApplyGradientDescent (into the variable's array, or the product into g's buffer first: the same
+    ufuncs' bits); a small variable's update stays as it was."""
     rng = np.random.default_rng(3)
     w0 = rng.standard_normal((256, 256)).astype(np.float32)
     g = gr.Graph()
@@ -485,9 +486,10 @@ def test_plain_sgd_update_of_a_big_variable_allocates_nothing_new():
         sess.run(init)
     feeds = {"x:0": rng.standard_normal((256, 256)).astype(np.float32)}
     new, _ = optimized(g, [up.name, up_b.name], feeds)
-    kinds = {(o.type, o.get_attr("op_type") if o.type.startswith("Inplace") else None) for o in new.get_operations()}
-    assert ("InplaceElementwise", "Mul") in kinds and ("InplaceAssignUpdate", "AssignSubVariableOp") in kinds
-    assert ("AssignSubVariableOp", None) in kinds
+    kinds = {(o.type, o.get_attr("op_type") if o.type in ("InplaceElementwise", "InplaceAssignUpdate") else None)
+             for o in new.get_operations()}
+    assert ("InplaceApplyGradientDescent", None) in kinds and ("AssignSubVariableOp", None) in kinds
+    assert not any(k == "Mul" for _, k in kinds)         # the product is part of the update
     got = run_graph(new, [up.name], feeds)[0]
     product = ek.matmul(feeds["x:0"], feeds["x:0"]).numpy()   # the MatMul kernel's bits (big ones run in parts)
     np.testing.assert_array_equal(got, w0 - product * np.float32(0.1))
