@@ -10,7 +10,7 @@ equal, a NaN against a number counts as a failure.  Prints the largest
 distance to each reference, the input where it occurs, and the histogram.
 
 Run: `python -m benchmarks.tanh_ulp [--every K]` (K > 1: every K-th bit
-pattern only, for a quick look).  About 3 minutes for all inputs on one core.
+pattern only, for a quick look).  About 10 minutes for all inputs on one core (loaded).
 """
 from __future__ import annotations
 

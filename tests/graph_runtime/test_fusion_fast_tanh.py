@@ -1,8 +1,8 @@
 """The vectorized float32 tanh of big compiled fused kernels (graph_runtime/fusion/fast_tanh.py).
 
 Its accuracy was checked over all 2^32 inputs offline (benchmarks/tanh_ulp.py: at most 1 ulp from
-NumPy's `np.tanh`); here a dense sample of bit patterns, the region near 0 where tanh(x) ~ x, and the edge
-values, in its NumPy form and compiled; then through `@function` and a compiled plan: every variant
+NumPy's `np.tanh`); here a dense sample of bit patterns (the region near 0 where tanh(x) ~ x densest)
+and the edge values, in its NumPy form and compiled; then through `@function` and a compiled plan: every variant
 of a kernel (before and after promotion, serial or split) gives the same bits, within 1 ulp of eager
 execution, and `fast_tanh=False` (or no numba) gives eager's bits.
 """
@@ -33,13 +33,16 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1e-45, -1e-45, 1.
                   -F32.max, -9.02, -0.5493061, -3e-4, -1e-30], np.float32)
 
 
+def _bits(x) -> int:
+    return int(np.float32(x).view(np.uint32))
+
+
 def _sample() -> np.ndarray:
-    """Every 4099th float32 bit pattern, every pattern of a stretch near 0 and near 0.55, and the edges."""
+    """Every 4099th float32 bit pattern, every 257th from 2^-30 to 2^-8 (where tanh(x) rounds to x or
+    nearly), every pattern of a stretch around 0.55 (tanh = 0.5), and the edges."""
     spread = np.arange(0, 1 << 32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    near0 = np.arange(np.float32(1e-5).view(np.uint32), np.float32(1e-5).view(np.uint32) + 50_000,
-                      dtype=np.uint32).view(np.float32)
-    mid = np.arange(np.float32(0.55).view(np.uint32) - 25_000, np.float32(0.55).view(np.uint32) + 25_000,
-                    dtype=np.uint32).view(np.float32)
+    near0 = np.arange(_bits(2.0 ** -30), _bits(2.0 ** -8), 257, dtype=np.uint32).view(np.float32)
+    mid = np.arange(_bits(0.55) - 25_000, _bits(0.55) + 25_000, dtype=np.uint32).view(np.float32)
     return np.concatenate([spread, near0, -near0, mid, -mid, EDGES])
 
 
