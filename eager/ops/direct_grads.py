@@ -168,7 +168,7 @@ def square_grad(op, dy):
 
 def _square_grad(d, x):
     two = x.dtype.type(2)
-    if np.broadcast_shapes(d.shape, x.shape) == x.shape and x.nbytes >= buffers.MIN_BYTES:
+    if x.nbytes >= buffers.MIN_BYTES and np.broadcast_shapes(d.shape, x.shape) == x.shape:
         # the same two multiplies, the second in place, in recycled memory: no fresh pages every step
         t = MUL.kernel(x, two, out=buffers.empty(x.shape, x.dtype))
         return MUL.kernel(d, t, out=t)
