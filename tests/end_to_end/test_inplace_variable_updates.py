@@ -2,13 +2,12 @@
 
 Each test attacks the rule from one side: something holds the old value (a
 user's `numpy()`, a view, a tape's saved read, a Session fetch, an array the
-user passed in) and must keep it unchanged; or readers in other threads must
-never see an update half done; or an update must stay in place when nothing
-holds the array (its identity stays the same across steps), eagerly, under
+user passed in) and must keep it unchanged; or an update must stay in place
+when nothing holds the array (its identity stays the same across steps), eagerly, under
 `@function` and in a Session, with the same bits as with in-place writes off.
+Readers in other threads: test_inplace_variable_threads.py.
 """
 import sys
-import threading
 import weakref
 
 import numpy as np
@@ -281,91 +280,6 @@ def test_same_bits_with_in_place_writes_on_and_off(mode):
         assert a.tobytes() == b.tobytes()
 
 
-# ------------------------------------------------------------------------------------ threads
-SIZE, WRITES = 200_000, 60
-
-
-@pytest.fixture
-def fast_thread_switching():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
-
-
-def _race(update, read, writers=2, readers=2):
-    """Run `update` WRITES times in each writer thread while readers check every read is all-equal."""
-    errors, torn, done = [], [], threading.Event()
-
-    def write():
-        try:
-            for _ in range(WRITES):
-                update()
-        except BaseException as e:      # pragma: no cover - surfaced below
-            errors.append(e)
-
-    def check():
-        try:
-            while not done.is_set():
-                a = read()
-                if a.min() != a.max():
-                    torn.append((a.min(), a.max()))
-        except BaseException as e:      # pragma: no cover - surfaced below
-            errors.append(e)
-
-    rs = [threading.Thread(target=check) for _ in range(readers)]
-    ws = [threading.Thread(target=write) for _ in range(writers)]
-    for t in rs + ws:
-        t.start()
-    for t in ws:
-        t.join()
-    done.set()
-    for t in rs:
-        t.join()
-    assert not errors, errors
-    assert not torn, f"{len(torn)} reads saw an update half done, e.g. {torn[:3]}"
-    return writers * WRITES
-
-
-def test_eager_readers_never_see_a_half_done_update(fast_thread_switching):
-    v = ek.Variable(np.zeros(SIZE))
-    ones = np.ones(SIZE)
-    n = _race(lambda: v.assign_add(ones), v.numpy)
-    np.testing.assert_array_equal(v.numpy(), np.full(SIZE, float(n)))
-
-
-def test_function_readers_never_see_a_half_done_update(fast_thread_switching):
-    v = ek.Variable(np.zeros(SIZE))
-    ones = ek.constant(np.ones(SIZE))
-
-    @function
-    def inc():
-        v.assign_add(ones)
-
-    @function
-    def read():
-        return v.read_value() * 1.0
-
-    inc()
-    read()
-    v.assign(np.zeros(SIZE))
-    n = _race(inc, lambda: read().numpy())
-    np.testing.assert_array_equal(v.numpy(), np.full(SIZE, float(n)))
-
-
-def test_session_readers_never_see_a_half_done_update(fast_thread_switching):
-    g = gr.Graph()
-    with g.as_default():
-        v = ek.Variable(np.zeros(SIZE))
-        inc = v.assign_add(np.ones(SIZE), read_value=False)
-        read = v.read_value() + 0.0
-        init = gr.global_variables_initializer()
-    sess = gr.Session(graph=g)
-    sess.run(init)
-    n = _race(lambda: sess.run(inc), lambda: sess.run(read))
-    np.testing.assert_array_equal(sess.run(v), np.full(SIZE, float(n)))
-
-
 def test_the_environment_switch_turns_it_off_for_the_process():
     import os
     import subprocess
@@ -375,6 +289,63 @@ def test_the_environment_switch_turns_it_off_for_the_process():
     env = {**os.environ, "GRAPHJIT_INPLACE_VARIABLES": "0"}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
-    env["GRAPHJIT_INPLACE_VARIABLES"] = "yes"
-    bad = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
-    assert "GRAPHJIT_INPLACE_VARIABLES must be 0 or 1" in bad.stderr
+
+
+def test_a_bad_switch_value_is_refused(monkeypatch):
+    monkeypatch.setenv("GRAPHJIT_INPLACE_VARIABLES", "yes")
+    with pytest.raises(ValueError, match="GRAPHJIT_INPLACE_VARIABLES must be 0 or 1"):
+        variable_storage.set_inplace(None)      # back to the environment's setting, read now
+    assert variable_storage.inplace_enabled()   # the setting before stays
+
+
+# ------------------------------------------------------------------ Keras optimizers' fused kernels
+OPTIMIZERS = {
+    "momentum": lambda: ek.optimizers.SGD(0.1, momentum=0.9),
+    "nesterov": lambda: ek.optimizers.SGD(0.1, momentum=0.9, nesterov=True),
+    "sgd_decay": lambda: ek.optimizers.SGD(0.1, weight_decay=0.01),
+    "adam": lambda: ek.optimizers.Adam(0.01),
+    "amsgrad": lambda: ek.optimizers.Adam(0.01, amsgrad=True),
+    "adamw": lambda: ek.optimizers.AdamW(0.01),
+    "rmsprop": lambda: ek.optimizers.RMSprop(0.01, momentum=0.5, centered=True),
+    "adagrad": lambda: ek.optimizers.Adagrad(0.1),
+    "adadelta": lambda: ek.optimizers.Adadelta(1.0),
+    "nadam": lambda: ek.optimizers.Nadam(0.01),
+}
+
+
+def _optimizer_steps(make, inplace, traced, steps=3):
+    variable_storage.set_inplace(inplace)
+    rng = np.random.default_rng(4)
+    w = ek.Variable(rng.standard_normal((30, 20)).astype(np.float32))
+    x = ek.constant(rng.standard_normal((5, 30)).astype(np.float32))
+    opt = make()
+
+    def step():
+        with ek.GradientTape() as tape:
+            loss = ek.reduce_sum(ek.tanh(ek.matmul(x, w)) ** 2)
+        opt.apply_gradients([(tape.gradient(loss, w), w)])
+    run = function(step) if traced else step
+    states = []
+    for _ in range(steps):
+        run()
+        states.append([v.numpy().copy() for v in [w] + list(opt.variables)])
+    return w, opt, run, states
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "function"])
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_optimizer_steps_write_in_place_with_the_same_bits(name, traced):
+    make = OPTIMIZERS[name]
+    _, _, _, want = _optimizer_steps(make, False, traced)
+    w, opt, run, got = _optimizer_steps(make, True, traced)
+    for a, b in zip(got, want):
+        assert [x.tobytes() for x in a] == [x.tobytes() for x in b]
+    arrays = [v for v in [w] + list(opt.variables) if v.shape.rank]     # the weight and its slots
+    refs = [buffer(v) for v in arrays]
+    run()
+    assert all(same(r, v) for r, v in zip(refs, arrays))
+    held = [v.numpy() for v in arrays]                   # a user holding every value: all copied
+    kept = [h.copy() for h in held]
+    run()
+    assert all(h.tobytes() == k.tobytes() for h, k in zip(held, kept))
+    assert not any(same(r, v) for r, v in zip(refs, arrays))
