@@ -24,6 +24,9 @@ NumPy 2.4's float32 tanh and from float64 tanh rounded to float32; the
 documented bound for a fused kernel's transcendental call is
 `TRANSCENDENTAL_MAX_ULP` = 3 ulp from NumPy's result.
 
+Other compiled kernels call it too: `native_backend.tanh32_compiled()` is
+the numba-compiled function (LLVM inlines and vectorizes it in their loops).
+
 The same function runs on NumPy arrays (`tanh32_numpy`, ufunc-like, with
 `out=`): the same IEEE float64 operations in the same order (numba compiles
 without fast-math: no reassociation, no fused multiply-add), so a fused

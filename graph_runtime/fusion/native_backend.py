@@ -197,12 +197,18 @@ MAX_LOOPS = 256
 _TANH32: list = []      # tanh32_core compiled (once per process, when a loop first needs it)
 
 
+def tanh32_compiled() -> Callable:
+    """fast_tanh.tanh32_core compiled by numba (callers check `native.available()`): other compiled kernels
+    call it on float32 scalars, and LLVM inlines and vectorizes it in their loops."""
+    if not _TANH32:
+        _TANH32.append(native.jit(tanh32_core))
+    return _TANH32[0]
+
+
 def _compiled_loop(src: str) -> Callable:
     fn = _LOOPS.get(src)
     if fn is None:
-        if not _TANH32:
-            _TANH32.append(native.jit(tanh32_core))
-        ns: dict = {"tanh32": _TANH32[0]}
+        ns: dict = {"tanh32": tanh32_compiled()}
         generated_source.load(src, "native-loop", ns)      # kept in linecache: the loop may live all along
         fn = native.jit(ns["loop"])
         if len(_LOOPS) >= MAX_LOOPS:
