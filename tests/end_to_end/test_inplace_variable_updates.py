@@ -15,7 +15,7 @@ import pytest
 
 import eager as ek
 import graph_runtime as gr
-from eager import variable_storage
+from eager import native, variable_storage
 from tracing import function
 
 
@@ -172,23 +172,47 @@ def _sgd_function(w, b):
     return step
 
 
+@pytest.mark.skipif(not native.available(), reason="numba is not installed (the [native] extra)")
 def test_function_step_updates_in_place_and_stops_while_the_user_holds_the_value():
+    # plain SGD writes into the variable's array only through the one-pass native kernel
     rng = np.random.default_rng(0)
     w = ek.Variable(rng.standard_normal((300, 200)).astype(np.float32))
     b = ek.Variable(np.zeros(200, np.float32))
     x = ek.constant(rng.standard_normal((8, 300)).astype(np.float32))
-    step = _sgd_function(w, b)
-    step(x)
-    step(x)
-    ids = (buffer(w), buffer(b))
-    step(x)
-    assert same(ids[0], w) and same(ids[1], b)
-    held = w.numpy()
-    kept = held.copy()
-    step(x)
-    np.testing.assert_array_equal(held, kept)
-    assert not same(ids[0], w)
-    assert not np.array_equal(w.numpy(), kept)
+    with native.options(enabled=True, min_bytes=0):
+        step = _sgd_function(w, b)
+        step(x)
+        step(x)
+        ids = (buffer(w), buffer(b))
+        step(x)
+        assert same(ids[0], w) and same(ids[1], b)
+        held = w.numpy()
+        kept = held.copy()
+        step(x)
+        np.testing.assert_array_equal(held, kept)
+        assert not same(ids[0], w)
+        assert not np.array_equal(w.numpy(), kept)
+
+
+def test_sgd_without_the_one_pass_kernel_stores_a_fresh_array_with_the_same_bits():
+    # the product and difference in two NumPy passes go into a temporary (measured faster than writing
+    # the difference back into the variable's array), with the bits of in-place writes off
+    rng = np.random.default_rng(1)
+    init = rng.standard_normal((300, 200)).astype(np.float32)
+    x = ek.constant(rng.standard_normal((8, 300)).astype(np.float32))
+    results = []
+    for inplace in (True, False):
+        variable_storage.set_inplace(inplace)
+        w, b = ek.Variable(init.copy()), ek.Variable(np.zeros(200, np.float32))
+        with native.options(enabled=False):
+            step = _sgd_function(w, b)
+            step(x)
+            before = buffer(w)
+            step(x)
+            assert not same(before, w)
+        results.append((w.numpy().copy(), b.numpy().copy()))
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    np.testing.assert_array_equal(results[0][1], results[1][1])
 
 
 def test_function_releases_a_dead_read_before_the_update():
