@@ -14,7 +14,7 @@ sources).  The rules:
   `np.ndarray` that owns its memory (`base is None`, so every view of it holds
   a reference to it), writeable, C-contiguous, of the result's shape and dtype,
   and whose reference count is exactly the variable's attribute plus this
-  module's own locals (measured at import, not assumed).  A user's `numpy()`,
+  module's own locals (measured at import, not assumed).  A value tensor's array,
   a tape's saved read, a Session fetch, a plan register, a checkpoint writer or
   a view each hold a reference, so each forces a fresh array instead: what they
   hold stays a valid snapshot.  Because every reader takes the lock to load the

@@ -251,10 +251,13 @@ class Variable:
     _to_tensor = value
 
     def numpy(self):
-        return read_kernel(self)
+        """A copy of the current value (a NumPy scalar for rank 0), as TensorFlow's `Variable.numpy()`:
+        writing into it never changes the variable."""
+        v = read_kernel(self)
+        return v.copy() if type(v) is np.ndarray else v
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(read_kernel(self))
+        a = np.array(read_kernel(self), copy=True)
         return a if dtype is None else a.astype(dtype)
 
     def is_initialized(self) -> bool:

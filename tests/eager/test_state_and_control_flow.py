@@ -133,3 +133,18 @@ def test_module_scopes_do_not_double_when_nested():
 
     m = Outer()
     assert {v.name for v in m.variables} == {"outer/hidden/w:0", "outer/b:0"}
+
+
+def test_variable_numpy_is_a_copy_as_in_tensorflow():
+    # a port that edits `v.numpy()` before assigning it back must not change the variable meanwhile
+    v = ek.Variable(np.arange(4.0, dtype=np.float32))
+    w = v.numpy()
+    w[w < 2] = 0
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0, 3.0])
+    a = np.asarray(v)
+    a += 10
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0, 3.0])
+    v.assign(w)
+    np.testing.assert_array_equal(v.numpy(), [0.0, 0.0, 2.0, 3.0])
+    s = ek.Variable(np.float32(2.5))
+    assert s.numpy() == np.float32(2.5) and np.asarray(s).dtype == np.float32

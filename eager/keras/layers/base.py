@@ -200,7 +200,7 @@ class Layer(Module):
         return tuple(self.non_trainable_weights)
 
     def get_weights(self) -> list:
-        return [np.array(w.numpy()) for w in self.weights]
+        return [w.numpy() for w in self.weights]
 
     def set_weights(self, weights) -> None:
         mine = self.weights
