@@ -167,7 +167,7 @@ def convert_to_dtype(value, dtype, what: str):
             kind = "tensor" if isinstance(value, Tensor) else "variable"
             raise TypeError(f"{what}: expected dtype {dt.name}, got a {kind} of dtype {value.dtype.name}; "
                             f"a tensor is never converted implicitly (cast it first: cast(t, {dt.name}))")
-        return value.numpy()
+        return value._value if isinstance(value, Tensor) else value.numpy()     # a variable's is a copy
     try:
         return to_array(value, dt)
     except (TypeError, ValueError) as e:

@@ -55,14 +55,22 @@ class Tensor:
         return self.shape
 
     def numpy(self):
-        """The value as a NumPy array (a NumPy scalar for rank 0). Do not mutate it."""
-        return self._value
+        """A copy of the value as a NumPy array, as TensorFlow's `Tensor.numpy()`: writing into it never
+        changes the tensor (which may hold a variable's own array, see `Variable.value()`)."""
+        v = self._value
+        return v.copy() if type(v) is np.ndarray else v
 
     def __array__(self, dtype=None, copy=None):
-        a = np.asarray(self._value)
-        if dtype is not None:
-            a = a.astype(dtype)
-        return a
+        """`np.asarray(t)`: a read-only view of the value (no copy). TensorFlow's shares memory and is
+        writeable, so a write there changes an immutable tensor; here the write raises instead.
+        `np.array(t)` (copy=True) and a dtype change give a fresh, writeable array."""
+        v = self._value
+        if copy or (dtype is not None and np.dtype(dtype) != v.dtype):
+            if copy is False:
+                raise ValueError(f"np.asarray(tensor, dtype={np.dtype(dtype)}, copy=False): the tensor's dtype "
+                                 f"is {v.dtype}, so the conversion needs a copy")
+            return np.array(v, dtype=dtype, copy=True)
+        return np.asarray(read_only(v))
 
     def ref(self) -> "TensorRef":
         return TensorRef(self)
@@ -173,6 +181,19 @@ class TensorRef:
 
     def __repr__(self):
         return f"<Reference wrapping {self._tensor!r}>"
+
+
+def read_only(value):
+    """`value` (an eager tensor's array) without a copy, as a read-only view; a NumPy scalar as itself.
+
+    What TensorFlow hands out without copying (`np.asarray(t)`, `as_numpy_iterator`) shares the
+    tensor's memory; the view makes a write raise instead of changing an immutable tensor (or the
+    variable whose array a value tensor holds)."""
+    if type(value) is not np.ndarray:
+        return value
+    view = value.view()
+    view.flags.writeable = False
+    return view
 
 
 def is_tensor(x) -> bool:

@@ -25,7 +25,11 @@ sources).  The rules:
 `GRAPHJIT_INPLACE_VARIABLES=0` (or `set_inplace(False)`) turns in-place writes
 off: every update then stores a fresh array.
 
-Imports numpy, `eager.errors`, `eager.switches` and the standard library.
+A writer that needs the value for a while (a checkpoint) takes `snapshot`: the
+array itself, read-only, instead of a copy; it holds a reference, so the rule
+above keeps it unchanged until the writer drops it.
+
+Imports numpy, `eager.errors`, `eager.switches`, `eager.tensor` and the standard library.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ import numpy as np
 
 from .errors import FailedPreconditionError
 from .switches import Switch
+from .tensor import read_only
 
 _switch = Switch("GRAPHJIT_INPLACE_VARIABLES", "eager.variable_storage.set_inplace")
 
@@ -105,6 +110,12 @@ def read_kernel(var):
     if v is None:
         uninitialized(var)
     return v
+
+
+def snapshot(var):
+    """The current value without a copy, read-only, for a writer that holds it while it works (a
+    checkpoint): while it is held, an update writes a fresh array instead, so it never changes."""
+    return np.asarray(read_only(read_kernel(var)))
 
 
 def read_locked(var):

@@ -24,7 +24,7 @@ UNKNOWN = -2
 
 
 def _eager_array(t):
-    return None if is_symbolic(t) else t.numpy()
+    return None if is_symbolic(t) else t._value
 
 
 class TensorSlices:

@@ -18,7 +18,7 @@ import numpy as np
 from .. import nest
 from ..convert import convert_to_tensor
 from ..ops.array import zeros
-from ..tensor import Tensor
+from ..tensor import Tensor, read_only
 from ..tensor_spec import TensorSpec
 
 
@@ -123,7 +123,9 @@ def describe(spec) -> str:
 
 
 def to_numpy(element):
-    return nest.map_structure(lambda t: t if _is_dataset(t) else t.numpy(), element)
+    """`as_numpy_iterator`'s element: each tensor's array read-only and uncopied, as TensorFlow yields it
+    (a slice of `from_tensor_slices` data shares the source's memory)."""
+    return nest.map_structure(lambda t: t if _is_dataset(t) else read_only(t._value), element)
 
 
 def zeros_for(spec):

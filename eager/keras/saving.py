@@ -21,9 +21,8 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
-
 from ..train import tensor_file
+from ..variable_storage import snapshot
 
 FORMAT, VERSION = "graphjit.keras.weights", "3"
 VERSIONS_READ = ("2", "3")
@@ -34,7 +33,7 @@ def save_weights(model, path) -> None:
     path = os.fspath(path)
     if not model.built:
         raise ValueError(f"save_weights: model {model.name!r} is not built yet; call it on data (or build it) first")
-    tensors = {f"{i:04d}/{w.path}": np.asarray(w.numpy()) for i, w in enumerate(model.weights)}
+    tensors = {f"{i:04d}/{w.path}": snapshot(w) for i, w in enumerate(model.weights)}      # no copies
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tensor_file.write_tensors(path, tensors, {"format": FORMAT, "version": VERSION}, checksum=True)

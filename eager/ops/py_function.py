@@ -47,7 +47,7 @@ def _name(func) -> str:
 def _kernel(*arrays, func, Tout):
     with _context.init_scope():        # the Python function always runs eagerly, whatever this thread builds
         out = func(*[Tensor(np.asarray(a)) for a in arrays])
-        values = tuple(t.numpy() for t in _results(func, out, Tout))
+        values = tuple(t._value for t in _results(func, out, Tout))      # the plan's own values: no copy
     # a compiled plan stores a lone output as the value itself (only graphs run this kernel: eagerly,
     # py_function calls func directly)
     return values[0] if len(values) == 1 else values

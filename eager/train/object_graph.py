@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
-
 from ..module import Module
+from ..variable_storage import snapshot
 from . import tensor_file
 
 FORMAT = "graphjit.train.Checkpoint"
@@ -91,7 +90,7 @@ def write_checkpoint(root, prefix: str, before_rename=None) -> str:
     for key, var in variables.items():
         if not var.is_initialized():
             raise ValueError(f"Checkpoint.write: variable {key} ({var.name}) holds no value yet")
-        values[key] = np.asarray(var.numpy())
+        values[key] = snapshot(var)        # no copy: see variable_storage
     graph = {"format": FORMAT, "version": VERSION,
              "objects": {k: type(v).__name__ for k, v in nodes.items()},
              "variables": {k: v.name for k, v in variables.items()}}

@@ -85,8 +85,11 @@ def _digest(header: dict, data_chunks) -> str:
     return h.hexdigest()
 
 
-def to_bytes(tensors: dict, metadata: dict | None = None, checksum: bool = False) -> bytes:
-    """The file's bytes for {name: array} and optional {str: str} metadata (and a checksum entry if asked)."""
+def _layout(tensors: dict, metadata: dict | None, checksum: bool) -> tuple:
+    """(the header's bytes with its length prefix, [each tensor's raw bytes as a buffer, in file order]).
+
+    The buffers are views of the arrays themselves (a copy only for an array that is not little-endian
+    and C-contiguous), so writing a checkpoint takes no second copy of the model."""
     if metadata is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
         raise TypeError("tensor file metadata must map str to str")
     if metadata and DIGEST_KEY in metadata:
@@ -102,7 +105,7 @@ def to_bytes(tensors: dict, metadata: dict | None = None, checksum: bool = False
     offset, chunks = 0, []
     for name in order:
         dname, a = arrays[name]
-        data = a.tobytes()
+        data = memoryview(a.reshape(-1).view(np.uint8))
         header[name] = {"dtype": dname, "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
         offset += len(data)
         chunks.append(data)
@@ -111,18 +114,25 @@ def to_bytes(tensors: dict, metadata: dict | None = None, checksum: bool = False
         header = {"__metadata__": {**header.pop("__metadata__", {}), DIGEST_KEY: digest}, **header}
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     text += b" " * (-len(text) % 8)
-    return len(text).to_bytes(8, "little") + text + b"".join(chunks)
+    return len(text).to_bytes(8, "little") + text, chunks
 
 
-def atomic_write_bytes(path: str, data: bytes, before_rename=None) -> None:
-    """Write `data` to `path` atomically (temporary file, fsync, rename, fsync of the directory).
+def to_bytes(tensors: dict, metadata: dict | None = None, checksum: bool = False) -> bytes:
+    """The file's bytes for {name: array} and optional {str: str} metadata (and a checksum entry if asked)."""
+    head, chunks = _layout(tensors, metadata, checksum)
+    return head + b"".join(chunks)
+
+
+def atomic_write(path: str, write, before_rename=None) -> None:
+    """Create `path` atomically: `write(f)` fills a temporary file (binary), which is fsynced and renamed
+    over `path`, then the directory is fsynced.
 
     `before_rename()` runs after the temporary file is complete (a test kills the process there)."""
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         if before_rename is not None:
@@ -133,6 +143,11 @@ def atomic_write_bytes(path: str, data: bytes, before_rename=None) -> None:
             os.unlink(tmp)
         raise
     fsync_directory(directory)
+
+
+def atomic_write_bytes(path: str, data: bytes, before_rename=None) -> None:
+    """Write `data` to `path` atomically (see `atomic_write`)."""
+    atomic_write(path, lambda f: f.write(data), before_rename)
 
 
 def fsync_directory(directory: str) -> None:
@@ -150,8 +165,16 @@ def fsync_directory(directory: str) -> None:
 
 def write_tensors(path: str, tensors: dict, metadata: dict | None = None, before_rename=None,
                   checksum: bool = False) -> None:
-    """Write {name: array} (and {str: str} metadata, and a checksum if asked) to `path`, atomically."""
-    atomic_write_bytes(path, to_bytes(tensors, metadata, checksum), before_rename)
+    """Write {name: array} (and {str: str} metadata, and a checksum if asked) to `path`, atomically.
+
+    Each array goes to the file straight from its own memory: no copy of the whole file is built."""
+    head, chunks = _layout(tensors, metadata, checksum)
+
+    def write(f):
+        f.write(head)
+        for chunk in chunks:
+            f.write(chunk)
+    atomic_write(path, write, before_rename)
 
 
 def _fail(path, msg):

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from eager.module import Module
+from eager.variable_storage import snapshot
 
 from . import format as fmt
 from .format import SavedModelError
@@ -117,7 +118,7 @@ def save_checkpoint(obj, path: str, read=None) -> str:
     paths = variable_paths(obj)
     if not paths:
         raise ValueError(f"save_checkpoint: {type(obj).__name__} has no variables")
-    values = read(list(paths.values())) if read is not None else [var.numpy() for var in paths.values()]
+    values = read(list(paths.values())) if read is not None else [snapshot(var) for var in paths.values()]
     recs, arrays = [], {}
     for i, ((p, var), value) in enumerate(zip(paths.items(), values)):
         if value is None:
@@ -126,7 +127,7 @@ def save_checkpoint(obj, path: str, read=None) -> str:
         value = np.asarray(value)
         if value.dtype.kind in "OSU":
             raise ValueError(f"save_checkpoint: variable {p} holds strings, which checkpoints do not support")
-        arrays[f"v{i}"] = np.array(value, order="C")
+        arrays[f"v{i}"] = np.asarray(value, order="C")      # np.savez writes it in chunks: no copy of the model
         recs.append({"path": p, "name": var._name, "dtype": var.dtype.name, "shape": list(value.shape),
                      "array": f"v{i}"})
     manifest = {"format": fmt.CHECKPOINT_FORMAT, "version": 2, "variables": recs, "files": {}}

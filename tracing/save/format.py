@@ -177,9 +177,10 @@ def _short(v) -> str:
 # ------------------------------------------------------------------ files
 def sha256_file(path: str) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
+    block = bytearray(1 << 20)                 # one buffer, reused: a save's peak memory stays one block
+    with open(path, "rb") as f, memoryview(block) as view:
+        while n := f.readinto(block):
+            h.update(view[:n])
     return h.hexdigest()
 
 

@@ -30,6 +30,7 @@ import numpy as np
 
 import eager as ek
 from eager.module import Module
+from eager.variable_storage import snapshot
 from graph_runtime.attr_codecs import EncodeContext, encode_attr
 from graph_runtime.compiler import prune
 from graph_runtime.graph_def import graph_to_graph_def
@@ -294,7 +295,7 @@ def save(obj, path: str) -> str:
     for i, (key, var) in enumerate(table.variables.items()):
         if not var.is_initialized():
             raise ValueError(f"tracing.save: variable {var.name} is not initialized")
-        value = np.asarray(var.numpy())
+        value = snapshot(var)
         rec = _var_record(key, var)
         rec["saved_name"] = var._name
         if id(var) in paths:
@@ -303,7 +304,7 @@ def save(obj, path: str) -> str:
             rec["value"] = encode_attr(value, EncodeContext(), f"variable {key}")
         else:
             rec["array"] = f"v{i}"
-            arrays[f"v{i}"] = np.array(value, order="C")
+            arrays[f"v{i}"] = np.asarray(value, order="C")
         var_records.append(rec)
     kind = "function" if isinstance(obj, (Function, ConcreteFunction)) else \
         "module" if isinstance(obj, Module) else "object"

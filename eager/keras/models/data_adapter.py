@@ -31,9 +31,7 @@ def is_dataset(x) -> bool:
 
 
 def _as_array(a, what):
-    if hasattr(a, "numpy") and not isinstance(a, np.ndarray):
-        a = a.numpy()
-    a = np.asarray(a)
+    a = np.asarray(a)         # a tensor's array read-only, without a copy; a variable's copied
     if a.ndim == 0:
         raise ValueError(f"{what} must have a batch dimension, got a scalar")
     if a.dtype.kind == "f" and a.dtype != np.float32:

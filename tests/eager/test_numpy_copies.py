@@ -1,0 +1,92 @@
+"""`Tensor.numpy()` is a copy and `np.asarray(tensor)` a read-only view, as a TensorFlow port expects.
+
+A value tensor of a variable holds the variable's own array (updates write in
+place when nothing else holds it), so a writeable alias handed to the user
+would let a port's `w = v.value().numpy(); w[w < 0] = 0` change the variable
+before any assign.  Each case runs eagerly, on a `@function` result and on a
+Session fetch where that applies.
+"""
+import numpy as np
+import pytest
+
+import eager as ek
+import graph_runtime as gr
+from tracing import function
+
+
+def _edit_and_check(get_array, v, expect):
+    a = get_array()
+    a[a < 2] = -1                       # what a port does with TensorFlow's copy before assigning it back
+    np.testing.assert_array_equal(v.numpy(), expect)
+
+
+def test_numpy_of_a_value_tensor_is_a_copy_eagerly_and_in_a_function():
+    v = ek.Variable(np.arange(4.0, dtype=np.float32))
+    v.assign_add(np.zeros(4, np.float32))                # the variable now owns an array it updates in place
+    start = np.arange(4.0, dtype=np.float32)
+    _edit_and_check(lambda: v.value().numpy(), v, start)
+    _edit_and_check(lambda: v.read_value().numpy(), v, start)
+    read = function(lambda: v.read_value())
+    _edit_and_check(lambda: read().numpy(), v, start)
+    _edit_and_check(lambda: read().numpy(), v, start)    # the cached plan's second run
+    v.assign(np.where(start < 2, -1, start))
+    np.testing.assert_array_equal(v.numpy(), [-1, -1, 2, 3])
+
+
+def test_numpy_of_an_op_result_is_a_fresh_array_each_time():
+    t = ek.constant([1.0, 2.0]) * 2.0
+    a, b = t.numpy(), t.numpy()
+    a[0] = 100.0
+    assert b[0] == 2.0 and t.numpy()[0] == 2.0 and not np.shares_memory(a, b)
+    s = ek.reduce_sum(t)
+    assert s.numpy() == 6.0
+
+
+def test_asarray_is_a_read_only_view_and_a_write_raises():
+    v = ek.Variable(np.arange(3.0))
+    v.assign_add(np.zeros(3))
+    t = v.value()
+    view = np.asarray(t)
+    assert np.shares_memory(view, t.numpy()) is False     # numpy() copies ...
+    assert view.flags.writeable is False                  # ... asarray does not, and cannot be written
+    with pytest.raises(ValueError, match="read-only"):
+        view[0] = 7.0
+    with pytest.raises(ValueError, match="read-only"):
+        np.add(view, 1.0, out=view)
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])
+
+
+def test_np_array_and_dtype_conversions_are_writeable_copies():
+    t = ek.constant([1.0, 2.0])
+    a = np.array(t)
+    a[0] = 5.0
+    d = np.asarray(t, dtype=np.float64)
+    d[1] = 9.0
+    assert a.flags.writeable and d.dtype == np.float64
+    np.testing.assert_array_equal(t.numpy(), [1.0, 2.0])
+    with pytest.raises(ValueError, match="float32.*needs a copy|needs a copy"):
+        np.asarray(t, dtype=np.float64, copy=False)
+    assert np.asarray(ek.constant(2.5)).item() == 2.5          # a rank-0 value converts too
+
+
+def test_as_numpy_iterator_yields_read_only_values_and_the_data_stays_intact():
+    data = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    ds = ek.data.Dataset.from_tensor_slices(data)
+    first = next(iter(ds.as_numpy_iterator()))
+    with pytest.raises(ValueError, match="read-only"):
+        first[0] = -1.0                                    # TensorFlow's elements are read-only too
+    again = [x.tolist() for x in ds.as_numpy_iterator()]
+    assert again == data.tolist()
+
+
+def test_session_fetch_of_a_variable_is_not_an_alias_a_write_reaches():
+    g = gr.Graph()
+    with g.as_default():
+        v = ek.Variable(np.arange(3.0, dtype=np.float32))
+        read = v.read_value()
+        init = gr.global_variables_initializer()
+    with gr.Session(graph=g) as sess:
+        sess.run(init)
+        got = sess.run(read)
+        got[:] = -1.0
+        np.testing.assert_array_equal(sess.run(read), [0.0, 1.0, 2.0])
