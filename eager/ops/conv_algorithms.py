@@ -11,7 +11,8 @@ reference):
   would be huge).
 - Conv2DBackpropInput (`input`): `col2im` does one GEMM dy @ f^T into
   [M, kh*kw*C] columns, then scatter-adds each tap's whole slab; `taps` does
-  one matmul and one slab `+=` per tap; `transpose` (stride 1 only) is the
+  one matmul per tap into scratch memory and adds it into the part of the
+  unpadded, contiguous dx the tap reaches; `transpose` (stride 1 only) is the
   transposed convolution as an im2col GEMM over the zero-padded dy with the
   flipped filter.
 - Conv2DBackpropFilter (`filter`): `gemm` is one GEMM cols^T @ dy over the
@@ -28,7 +29,7 @@ calling thread, where OpenBLAS uses its own threads.  Where the BLAS library
 runs on one thread (`OPENBLAS_NUM_THREADS=1`; read through threadpoolctl,
 `eager.blas_threads`) a big im2col forward or filter gradient instead runs
 in batch parts (`_split`: copy the part's windows, then its GEMM) that the
-caller and the pool take in turns; the parts depend on the shapes only.  With numba installed,
+caller and the pool take in turns (so do `taps`' input-gradient GEMMs); the parts depend on the shapes only.  With numba installed,
 big scatter-adds run as one compiled pass per image (`eager.native`: the
 same additions in the same order, so the same bits).  The cost model
 (`choose`, `estimates`, `forced`, `ALGORITHMS`) lives in `conv_cost` and is
@@ -238,6 +239,8 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
         ft = np.ascontiguousarray(f[::-1, ::-1].transpose(0, 1, 3, 2))
         return forward("im2col", dy, ft, x_shape[1], x_shape[2], (1, 1), dilations,
                        pad=((eh - gh[1], ew - gw[1]), (eh - gh[2], ew - gw[2])))
+    if name == "taps":
+        return _taps_input(x_shape, gh, gw, f, dy, strides, dilations)
     dxp = buffers.zeros(padded_shape(x_shape, gh, gw), dy.dtype)
     if name == "col2im":
         fm = f.reshape(kh * kw * c, o).T
@@ -257,12 +260,49 @@ def backprop_input(name, x_shape, gh, gw, f, dy, strides, dilations):
             e = min(dy.shape[0], s + step)
             cols = (dy[s:e].reshape(-1, o) @ fm).reshape(e - s, oh, ow, kh, kw, c)
             _scatter_add(dxp[s:e], cols, strides, dilations)
-    else:
-        dym = dy.reshape(-1, o)                     # one BLAS call per tap, not one per output row
-        for i in range(kh):
-            for j in range(kw):
-                dxp[slab(i, j, strides, dilations, oh, ow)] += (dym @ f[i, j].T).reshape(dy.shape[:3] + (c,))
     return crop(dxp, gh, gw)
+
+
+def _reach(k, stride, dilation, pad_before, out, size):
+    """Where tap offset `k` of a window takes dy along one dimension: (dy slice, dx slice), or None.
+
+    dy position o meets input position o * stride + k * dilation - pad_before; only those inside [0, size).
+    """
+    first = k * dilation - pad_before
+    lo = max(0, -(first // stride))         # ceil(-first / stride)
+    hi = min(out, (size - 1 - first) // stride + 1)
+    if hi <= lo:
+        return None
+    return slice(lo, hi), slice(lo * stride + first, (hi - 1) * stride + first + 1, stride)
+
+
+def _taps_input(x_shape, gh, gw, f, dy, strides, dilations):
+    """`taps`: per tap one GEMM dy @ f[i, j]^T into scratch memory, added into the part of dx it reaches.
+
+    dx is written unpadded and contiguous (no crop: a cropped view slows the kernels that read it), zero
+    first, then the taps' products added in row-major tap order: the same sums as adding into a padded
+    buffer and cropping it.  Split GEMMs (`_split`) take batch parts, each with its own products.
+    """
+    kh, kw, c, o = f.shape
+    n, oh, ow = dy.shape[:3]
+    dx = buffers.zeros(x_shape, dy.dtype)
+    along_h = [_reach(i, strides[0], dilations[0], gh[1], oh, x_shape[1]) for i in range(kh)]
+    along_w = [_reach(j, strides[1], dilations[1], gw[1], ow, x_shape[2]) for j in range(kw)]
+    taps = [(i, j) for i in range(kh) for j in range(kw) if along_h[i] and along_w[j]]
+
+    def add_taps(s, e):
+        dym, part = dy[s:e].reshape(-1, o), dx[s:e]
+        prod = _scratch("tap", (e - s, oh, ow, c), dy.dtype)
+        for i, j in taps:
+            (src_h, dst_h), (src_w, dst_w) = along_h[i], along_w[j]
+            np.matmul(dym, f[i, j].T, out=prod.reshape(-1, c))
+            part[:, dst_h, dst_w, :] += prod[:, src_h, src_w, :]
+    parts = _split(n, oh * ow * kh * kw * c, dy.dtype.itemsize)
+    if parts:
+        _run_parts(lambda k: add_taps(*parts[k]), parts)
+    else:
+        add_taps(0, n)
+    return dx
 
 
 def _scatter_add(dxp, cols, strides, dilations, whole_bytes=0):

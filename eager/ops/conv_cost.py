@@ -1,8 +1,11 @@
 """The convolution cost model: which algorithm (`conv_algorithms`) each problem shape runs.
 
 `choose(kind, ...)` estimates each algorithm's time from the shapes with a
-few constants measured once on the 2-core development machine
-(single-threaded OpenBLAS, see benchmarks/bench_cnn.py) and caches the pick
+few constants measured on the 2-core development machine
+(single-threaded OpenBLAS, see benchmarks/bench_cnn.py; the GEMM constants
+refitted in benchmarks/results/2026-11-27-cnn-taps-input.md: a GEMM's left
+operand with long rows costs far more per element than one with short rows,
+so a tall, narrow im2col GEMM is dearer than the old constants said) and caches the pick
 per shape.  The pick depends on shapes only, never on timings taken at run
 time, so a program gives the same bits on every run.  `forced(...)`
 overrides the pick (tests, benchmarks).  `conv_algorithms` re-exports these
@@ -18,11 +21,13 @@ import functools
 ALGORITHMS = {"forward": ("im2col", "taps"), "input": ("col2im", "taps", "transpose"), "filter": ("gemm", "taps")}
 
 # cost constants, nanoseconds (fitted on the dev box; only their ratios matter)
-_MAC = 0.02                    # one multiply-add inside a GEMM
-_OUT = 0.3                     # per GEMM output element (K >= 2)
+_MAC = 0.027                   # one multiply-add inside a GEMM
+_OUT = 0.26                    # per GEMM output element (K >= 2)
 _OUT_K1 = 1.7                  # per output element when K == 1 (NumPy's outer-product matmul path)
 _CALL = 150.0                  # per inner matmul call (NumPy loops stacked matmuls over the batch dims)
-_READ = 0.15                   # per element of a GEMM's left operand (dominates matrix-vector-like shapes)
+_READ = 0.086                  # per element of a GEMM's left operand (dominates matrix-vector-like shapes)
+_READ_LONG = 0.88              # more per left-operand element, in proportion to its rows' length up to _LONG_ROW
+_LONG_ROW = 144                # (long rows of a tall operand: fitted on M = 12544, K 9..576, N 8..144)
 _ADD = 0.75                    # per element of a `+=` into a strided slab from a contiguous operand
 _ADD_GATHER = 1.5              # the same from a strided operand (col2im's column slabs)
 _COPY_SLAB = 0.6               # per element copied slab by slab (C == 1)
@@ -52,7 +57,8 @@ def forced(**algorithms):
 
 
 def _gemm(m, k, n, calls=1):
-    return calls * _CALL + m * n * (k * _MAC + (_OUT_K1 if k == 1 else _OUT)) + m * k * _READ
+    read = _READ + _READ_LONG * min(k, _LONG_ROW) / _LONG_ROW
+    return calls * _CALL + m * n * (k * _MAC + (_OUT_K1 if k == 1 else _OUT)) + m * k * read
 
 
 def _copy(elems, c):

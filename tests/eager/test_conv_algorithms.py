@@ -99,6 +99,26 @@ def test_algorithms_agree_in_float32(kind):
         np.testing.assert_allclose(r, first, rtol=2e-5, atol=2e-5, err_msg=name)
 
 
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: f"{p[0]}x{p[1]}s{p[2]}{p[3]}d{p[4]}")
+def test_taps_input_gradient_is_contiguous_and_sums_the_taps_in_order(problem):
+    # written unpadded (no cropped view of a padded buffer, which slows whatever reads it), with the bits
+    # of adding each tap's product into a zero padded buffer in row-major tap order and cropping
+    xs, fs, strides, padding, dilations = problem
+    x, f = RNG.standard_normal(xs).astype(np.float32), RNG.standard_normal(fs).astype(np.float32)
+    gh, gw = geometry(xs[1:3], fs[:2], strides, dilations, padding, "ref")
+    dy = RNG.standard_normal((xs[0], gh[0], gw[0], fs[3])).astype(np.float32)
+    with conv_algorithms.forced(input="taps"):
+        dx = ek.nn.conv2d_transpose(ek.constant(dy), ek.constant(f), list(xs), list(strides), _explicit(padding),
+                                    dilations=list(dilations)).numpy()
+    assert dx.flags.c_contiguous
+    dxp = np.zeros((xs[0], xs[1] + gh[1] + gh[2], xs[2] + gw[1] + gw[2], xs[3]), np.float32)
+    for i, j in itertools.product(range(fs[0]), range(fs[1])):
+        hi, wj = i * dilations[0], j * dilations[1]
+        dxp[:, hi:hi + strides[0] * (gh[0] - 1) + 1:strides[0], wj:wj + strides[1] * (gw[0] - 1) + 1:strides[1]] += \
+            (dy.reshape(-1, fs[3]) @ f[i, j].T).reshape(dy.shape[:3] + (xs[3],))
+    np.testing.assert_array_equal(dx, dxp[:, gh[1]:gh[1] + xs[1], gw[1]:gw[1] + xs[2]])
+
+
 def test_chunked_im2col_gives_the_same_results(monkeypatch):
     x, f = RNG.standard_normal((5, 6, 6, 3)), RNG.standard_normal((3, 3, 3, 2))
     dy = RNG.standard_normal((5, 6, 6, 2))

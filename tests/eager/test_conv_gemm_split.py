@@ -93,7 +93,7 @@ def conv_and_grads(x, f, dy, input_="transpose"):
 
 
 @needs_blas_control
-@pytest.mark.parametrize("input_", ["transpose", "col2im"])
+@pytest.mark.parametrize("input_", ["transpose", "col2im", "taps"])
 def test_split_convolutions_match_loops_and_do_not_depend_on_who_runs_the_parts(split_small, monkeypatch, input_):
     x = RNG.standard_normal((7, 8, 8, 3)).astype(np.float32)
     f = RNG.standard_normal((3, 3, 3, 4)).astype(np.float32)
