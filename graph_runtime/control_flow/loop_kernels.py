@@ -33,7 +33,10 @@ among them, never pay numba's start-up, 1-3 s the first time
 in a process; the compiled call is faster at every size measured, 64 to
 16K elements: 5.0 -> 3.0 us at 64, 8.8 -> 5.8 us at 1024, 56 -> 46 us at
 16K for `tanh(x + m + b)`, thread time at load 6).  A loop's generated
-function is cached with these settings (`setting()`) in its key.
+function is cached with these settings (`setting()`) in its key.  The kernel
+is compiled when the loop is generated (`_compiled_now`), while the plan is
+built: numba compiles on a function's first call, which would otherwise be
+in the loop's first run, inside the step's deadline.
 
 The source holds only names made here and integer literals (shapes);
 constants of the program are passed as arguments.
@@ -110,8 +113,19 @@ def compile_step(step) -> Optional[Callable]:
         generated_source.load(src, "loop-kernel", ns)
         if len(_KERNELS) >= MAX_KERNELS:
             _KERNELS.clear()
-        kern = _KERNELS.setdefault(src, native.jit(ns["kern"]))
+        kern = _KERNELS.setdefault(src, _compiled_now(native.jit(ns["kern"]), program, shapes))
     return _wrapper(program, shapes, kern, step.kernel, src)
+
+
+def _compiled_now(kern, program, shapes):
+    """`kern` after one call on zeros of the step's shapes: numba compiles on a function's first call, and
+    that must happen here, while the plan is built, not in the loop's first run, where the 1-3 s would
+    count against the step's deadline (RunOptions.timeout_in_ms) and the first step's time."""
+    ins = [np.zeros(shapes[s], _F32) if shapes[s] else _F32.type(0) for s in program.input_slots]
+    consts = [_F32.type(0)] * len(program.consts)
+    outs = [np.empty(shapes[s], _F32) for s in program.outputs]
+    kern(*ins, *consts, *outs)
+    return kern
 
 
 def _wrapper(program, shapes, kern, numpy_kernel, src) -> Callable:

@@ -134,3 +134,25 @@ def test_inputs_of_other_shapes_go_to_the_numpy_kernel():
     np.testing.assert_array_equal(fused(a, col, b), step.kernel(a, col, b))
     with pytest.raises(ValueError):
         fused(a, m[:3], b)
+
+
+def test_the_kernel_compiles_while_the_plan_is_built_not_against_the_first_steps_deadline():
+    # a shape no other test compiles: numba's compile of a new kernel (0.3 s here with numba warm, 1-3 s
+    # cold) used to happen in the loop's first iteration, so the first run of a 5 ms step with a 100 ms
+    # deadline raised DeadlineExceededError "While loop" however fast the loop was
+    hidden = 88
+    xs, wx, wh, b = data((hidden,), batch=8, hidden=hidden)
+    g = gr.Graph()
+    with g.as_default():
+        x, bias = gr.placeholder("float32", xs.shape), gr.placeholder("float32", b.shape)
+        w = [ek.constant(wx), ek.constant(wh)]
+        h = ek.while_loop(lambda t, h: t < STEPS,
+                          lambda t, h: (t + 1, ek.tanh(ek.matmul(x[t], w[0]) + ek.matmul(h, w[1]) + bias)),
+                          [ek.constant(0), ek.zeros((8, hidden))])[1]
+    new = [s for s in loop_kernels._KERNELS if f"range({hidden})" in s]
+    assert not new, "another test compiled this kernel already: pick another shape"
+    with gr.Session(graph=g) as sess:
+        got = sess.run(h, {x: xs, bias: b}, options=gr.RunOptions(timeout_in_ms=100))
+    kernels = [k for s, k in loop_kernels._KERNELS.items() if f"range({hidden})" in s]
+    assert len(kernels) == 1 and len(kernels[0].signatures) == 1      # compiled once, for the real call's types
+    np.testing.assert_array_equal(got, numpy_rnn(xs, wx, wh, b, tanh=tanh32_numpy))
