@@ -11,7 +11,16 @@ rounds in brackets):
 - `parts`: convolution GEMMs in batch parts on the kernel pool, BLAS on one
   thread per part (`conv_algorithms.split_gemms`, needs threadpoolctl);
 - `parts+pool`: also im2col/col2im copies and pooling split over the cores
-  (`eager.parallel.set_threads(cores())`).
+  (`eager.parallel.set_threads(cores())`);
+- `owned`: `GRAPHJIT_OWN_CORES=1` (`eager.own_cores`): a compiled step with
+  convolutions runs with BLAS on one thread and the pool claimed, whatever
+  `OPENBLAS_NUM_THREADS` says (eagerly: each convolution's GEMM parts on one
+  BLAS thread, the pool not claimed).
+
+`parts` and `parts+pool` split GEMMs only where BLAS runs on one thread
+(`OPENBLAS_NUM_THREADS=1`); `owned` also where it runs on several.  After
+the NumPy step's GEMMs, OpenBLAS's worker spins for about 0.1 s on the core
+the pool's worker wants (benchmarks/results/2026-11-27-cnn-cores-switch.md).
 
 Run: `python -m benchmarks.bench_cores [--rounds N] [--cpu]`; say what
 `OPENBLAS_NUM_THREADS` was (the NumPy step's GEMMs use that many threads).
@@ -28,7 +37,7 @@ import time
 import eager as ek
 from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
 from benchmarks.harness import calls_per_batch
-from eager import blas_threads, parallel
+from eager import blas_threads, own_cores, parallel
 from eager.ops import conv_algorithms
 from tracing import function
 
@@ -38,14 +47,16 @@ CLOCK = [time.perf_counter]
 @contextlib.contextmanager
 def setting(name):
     old = parallel.set_threads(parallel.cores() if name == "parts+pool" else 1)
+    owned = own_cores.set_enabled(name == "owned")
     try:
         with conv_algorithms.split_gemms(enabled=name != "whole"):
             yield
     finally:
         parallel.set_threads(old)
+        own_cores.set_enabled(owned)
 
 
-SETTINGS = ("whole", "parts", "parts+pool")
+SETTINGS = ("whole", "parts", "parts+pool", "owned")
 
 
 def rounds_of(base, step, rounds):

@@ -66,7 +66,7 @@ CHUNK_BYTES = 1 << 20          # memory traffic per chunk the threads take turns
 MAX_CHUNKS_PER_THREAD = 4
 
 _lock = threading.Lock()
-_state = {"threads": None, "pool": None, "idle": None}
+_state = {"threads": None, "pool": None, "idle": None, "claims": 0}
 _local = threading.local()
 
 
@@ -92,14 +92,34 @@ def _default_threads() -> int:
 
 
 def threads() -> int:
-    """How many threads a split convolution or pooling kernel uses, the caller included (1: never splits)."""
+    """How many threads a split convolution or pooling kernel uses, the caller included (1: never splits).
+
+    At least `cores()` while some thread holds `claimed()`."""
     n = _state["threads"]
     if n is None:
         with _lock:
             if _state["threads"] is None:
                 _state["threads"] = _default_threads()
             n = _state["threads"]
-    return n
+    return max(n, cores()) if _state["claims"] > 0 else n
+
+
+class claimed:
+    """`with claimed():` convolution and pooling kernels split over the cores (`threads()` >= `cores()`).
+
+    Process-wide, nesting across threads: the setting holds while any thread is inside (`eager.own_cores`
+    runs a step's plan in it).
+    """
+
+    def __enter__(self):
+        with _lock:
+            _state["claims"] += 1
+        return self
+
+    def __exit__(self, *exc):
+        with _lock:
+            _state["claims"] -= 1
+        return False
 
 
 def set_threads(n: int | None) -> int:

@@ -16,17 +16,17 @@ def env_flag(name: str, default: bool = True) -> bool:
 
 
 class Switch:
-    """A process-wide on/off setting whose default is the environment variable `env` (`env_flag`).
+    """A process-wide on/off setting whose default is the environment variable `env` (`env_flag`), else `default`.
 
     `value` is the setting (None until first read: then the default); `set` checks its argument.
     """
 
-    def __init__(self, env: str, caller: str):
-        self.env, self.caller, self.value = env, caller, None
+    def __init__(self, env: str, caller: str, default: bool = True):
+        self.env, self.caller, self.value, self.default = env, caller, None, default
 
     def get(self) -> bool:
         if self.value is None:
-            self.value = env_flag(self.env)
+            self.value = env_flag(self.env, self.default)
         return self.value
 
     def set(self, flag: bool | None) -> bool:
@@ -34,5 +34,5 @@ class Switch:
         if flag is not None and type(flag) is not bool:
             raise ValueError(f"{self.caller}: flag must be a bool or None, got {flag!r}")
         old = self.get()
-        self.value = env_flag(self.env) if flag is None else flag
+        self.value = env_flag(self.env, self.default) if flag is None else flag
         return old

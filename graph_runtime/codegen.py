@@ -63,7 +63,7 @@ from typing import Callable
 
 import numpy as np
 
-from eager import fp_semantics
+from eager import fp_semantics, own_cores
 from eager.ops.linalg import TRANSPOSED_PRODUCTS
 from eager.registry import attr_keywords
 from eager.variables import read_kernel
@@ -311,6 +311,7 @@ def generate(plan, check_feeds: bool = True) -> None:
         ret = f"return ({', '.join(items)}{',' if len(items) == 1 else ''})"
     body.append((ret, None))
     params = ", ".join(f"r{i}" for i in range(n_feeds))
+    owns = own_cores.wanted(s.op.type for s in plan.steps)
     if rerun:
         # NumPy warnings turned into errors: run again with them off (TensorFlow semantics, eager/fp_semantics.py)
         again = em.bind("_fprq", fp_semantics.rerun_quietly)
@@ -322,7 +323,9 @@ def generate(plan, check_feeds: bool = True) -> None:
         # side effects cannot run twice: NumPy's warnings off for the whole run
         quiet = em.bind("_fpq", fp_semantics.ignoring)
         body = [(f"with {quiet}():", None)] + [("    " + t, si) for t, si in body]
-    build(plan, em, params, body)
+    fn = build(plan, em, params, body)
+    if owns:            # GRAPHJIT_OWN_CORES=1: BLAS on one thread and the kernel pool for the run (eager/own_cores.py)
+        plan.fn = own_cores.wrap(fn)
 
 
 def can_warn(plan) -> tuple:

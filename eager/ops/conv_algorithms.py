@@ -35,7 +35,7 @@ same additions in the same order, so the same bits).  The cost model
 (`choose`, `estimates`, `forced`, `ALGORITHMS`) lives in `conv_cost` and is
 re-exported here.
 
-Imports: numpy, `eager.parallel`, `eager.blas_threads`, `eager.native`, `eager.buffers`, `conv_columns`,
+Imports: numpy, `eager.parallel`, `eager.blas_threads`, `eager.own_cores`, `eager.native`, `eager.buffers`, `conv_columns`,
 `conv_cost` and `windows` (geometry helpers).
 """
 from __future__ import annotations
@@ -46,7 +46,7 @@ import threading
 
 import numpy as np
 
-from .. import blas_threads, buffers, native, parallel
+from .. import blas_threads, buffers, native, own_cores, parallel
 from . import conv_columns
 from .conv_cost import ALGORITHMS, choose, estimates, forced  # noqa: F401 - the cost model, re-exported
 from .windows import crop, padded_shape, slab, window_view
@@ -55,6 +55,7 @@ COLS_BYTES = 16 << 20          # largest im2col buffer built at once (a batch ch
 SCRATCH_BYTES = 16 << 20       # scratch buffers up to this size are kept for reuse (per thread and slot)
 SPLIT_MIN_BYTES = 1 << 20      # an im2col buffer at least this big has its GEMMs split over the cores
 PART_BYTES = 1 << 20          # im2col buffer per batch part when split (smaller parts cost more CPU)
+TAPS_PART_SCALE = 4           # `taps`' input-gradient parts are this many times bigger (CNN conv2: 2 parts)
 
 @contextlib.contextmanager
 def split_gemms(enabled: bool = True, min_bytes: int | None = None, part_bytes: int | None = None):
@@ -124,22 +125,24 @@ def _batch_chunk(n, per_image_elems, itemsize):
     return max(1, min(n, COLS_BYTES // max(1, per_image_elems * itemsize)))
 
 
-def _split(n, per_image_elems, itemsize):
+def _split(n, per_image_elems, itemsize, part_bytes=None):
     """Batch parts `[(start, stop)]` for GEMMs run side by side on the cores, or None (keep them whole).
 
-    Parts hold about PART_BYTES of im2col buffer each (fixed by the shapes, so the bits never depend on
+    Parts hold about `part_bytes` (default PART_BYTES) of im2col buffer each (fixed by the shapes, so the bits never depend on
     the machine's load); only where the whole buffer is at least SPLIT_MIN_BYTES, there is a second core
     and the BLAS library runs on one thread (`blas_threads.count()`): where it runs on several, each GEMM
     already uses the cores, and on the 2-core machine the parts measured 5-14% slower on the CNN step
-    (`GRAPHJIT_BLAS_SPLIT=1` splits there too, lowering BLAS to one thread for the parts: an opt-in).
+    (`GRAPHJIT_BLAS_SPLIT=1` or `GRAPHJIT_OWN_CORES=1`, `eager.own_cores`, split there too, lowering BLAS to
+    one thread for the parts: opt-ins).
     """
     per_image = per_image_elems * itemsize
     if n < 2 or n * per_image < SPLIT_MIN_BYTES or parallel.cores() < 2:
         return None
     blas = blas_threads.count()
-    if blas is None or (blas != 1 and not blas_threads.split_forced()):      # GRAPHJIT_BLAS_SPLIT=1: parts anyway
-        return None
-    k = min(n, -(-n * per_image // max(1, PART_BYTES)))       # parts of equal size: no short last part
+    if blas is None or (blas != 1 and not (blas_threads.split_forced() or own_cores.enabled())):
+        return None             # GRAPHJIT_BLAS_SPLIT=1 or GRAPHJIT_OWN_CORES=1: parts anyway
+    part_bytes = PART_BYTES if part_bytes is None else part_bytes
+    k = min(n, -(-n * per_image // max(1, part_bytes)))       # parts of equal size: no short last part
     return [(n * i // k, n * (i + 1) // k) for i in range(k)]
 
 
@@ -297,7 +300,8 @@ def _taps_input(x_shape, gh, gw, f, dy, strides, dilations):
             (src_h, dst_h), (src_w, dst_w) = along_h[i], along_w[j]
             np.matmul(dym, f[i, j].T, out=prod.reshape(-1, c))
             part[:, dst_h, dst_w, :] += prod[:, src_h, src_w, :]
-    parts = _split(n, oh * ow * kh * kw * c, dy.dtype.itemsize)
+    # a part's products are a ninth of its im2col-sized bytes: bigger parts (fewer small GEMMs) cost less CPU
+    parts = _split(n, oh * ow * kh * kw * c, dy.dtype.itemsize, TAPS_PART_SCALE * PART_BYTES)
     if parts:
         _run_parts(lambda k: add_taps(*parts[k]), parts)
     else:
