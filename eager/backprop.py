@@ -18,18 +18,21 @@ instead; so does the public rule when the direct one raises (the public ops
 then raise their precise error, or NaN-producing NumPy warnings are handled as
 in every eager op).
 
-Pair rules, in the same direct mode: an op whose `extra["eager_grad_pair"]` is
-`(producer_opdef, rule)` and whose first input is the output of a recorded
-`producer_opdef` op that nothing else reads (no other recorded op, no target,
-no source) is differentiated together with that producer:
-`rule(op, producer, dy)` returns the gradient of the producer's first input,
-added in when the walk reaches the producer (so sums keep their order), and
-the producer's own rule never runs.  It must give the bits the two rules give
-one after the other; None (or an exception) falls back to them.  The pairs
-(`direct_grads`): MaxPool over a Relu (one ReluMaxPoolGrad pass instead of
-MaxPoolGrad, then ReluGrad over its result) and Mean over a Square (Square's
-rule takes dy / n unbroadcast: the Mean's input-sized gradient is never
-written).
+Pair rules, in the same direct mode: an op whose `extra["eager_grad_pair"]`
+maps `producer_opdef` to `(rule, i)`, and whose first input is the first output
+of a recorded `producer_opdef` op that nothing else reads (no other recorded
+op, no target, no source) while the producer's other outputs have no reader
+and no gradient, is differentiated together with that producer when only the
+producer's input `i` needs a gradient: `rule(op, producer, dy)` returns that
+gradient, added in when the walk reaches the producer (so sums keep their
+order), and the producer's own rule never runs.  It must give the bits the two
+rules give one after the other; None (or an exception) falls back to them.
+The pairs (`direct_grads`): MaxPool over a Relu (one ReluMaxPoolGrad pass
+instead of MaxPoolGrad, then ReluGrad over its result), Mean over a Square
+(Square's rule takes dy / n unbroadcast: the Mean's input-sized gradient is
+never written) and Mean over a softmax cross entropy averaging every loss
+value (the logits' gradient is `backprop * (dy / n)`: no ReduceGrad, no
+ExpandDims, no zero gradient for the unused `backprop` output).
 """
 from __future__ import annotations
 
@@ -71,14 +74,14 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     for t, g in zip(targets, target_grads):
         _accumulate(grads, id(t), g, _m)
     direct = _direct_rules_apply()
-    links = None            # (producer entry by output, uses by input), for pair rules: made on first need
     pending: dict = {}      # id(producer entry) -> its input's gradient from a pair rule
 
     for e in reversed(relevant):
         if pending and id(e) in pending:      # a pair rule's producer: its gradient, where its rule would add it
-            k = id(e.inputs[0])
+            i, g = pending.pop(id(e))
+            k = id(e.inputs[i])
             prev = grads.get(k)
-            grads[k] = pending.pop(id(e)) if prev is None else _sum(prev, pending.pop(id(e)), _m, direct)
+            grads[k] = g if prev is None else _sum(prev, g, _m, direct)
             continue
         outputs = e.outputs
         if len(outputs) == 1:
@@ -103,12 +106,10 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         view = GradView(e, frozenset(skip)) if skip else e
         in_grads = None
         if direct:
-            pair = opdef.extra.get("eager_grad_pair")
-            if pair is not None and len(out_grads) == 1 and type(out_grads[0]) is Tensor:
-                if links is None:
-                    links = _links(relevant)
-                if _pair_gradient(pair, e, out_grads[0], links, grads, needed, source_keys, pending):
-                    continue
+            pairs = opdef.extra.get("eager_grad_pair")
+            if pairs is not None and len(out_grads) == 1 and type(out_grads[0]) is Tensor and \
+                    _pair_gradient(pairs, e, out_grads[0], relevant, grads, needed, source_keys, pending):
+                continue
             fast = opdef.extra.get("eager_grad")
             if fast is not None:
                 for g in out_grads:
@@ -142,32 +143,52 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     return results
 
 
-def _links(relevant):
-    producers = {id(o): e for e in relevant for o in e.outputs}
-    uses: dict = {}
-    for e in relevant:
-        for t in e.inputs:
-            uses[id(t)] = uses.get(id(t), 0) + 1
-    return producers, uses
-
-
-def _pair_gradient(pair, e, dy, links, grads, needed, source_keys, pending) -> bool:
+def _pair_gradient(pairs, e, dy, relevant, grads, needed, source_keys, pending) -> bool:
     """Differentiate `e` with its input's producer in one rule (module docstring); False: not applied."""
-    producer_def, rule = pair
     k = id(e.inputs[0])
-    producers, uses = links
-    p = producers.get(k)
-    if (p is None or p.opdef is not producer_def or uses.get(k) != 1 or k in grads or k in source_keys
-            or k not in needed or id(p.inputs[0]) not in needed):
+    if k in grads or k in source_keys or k not in needed:
         return False
+    p = _sole_read_producer(relevant, k)
+    if p is None or p.opdef not in pairs:
+        return False
+    rule, i = pairs[p.opdef]
+    if id(p.inputs[i]) not in needed:
+        return False
+    for j, x in enumerate(p.inputs):        # the rule gives input i's gradient only: nobody may want another
+        if j != i and id(x) in needed:
+            return False
+    for o in p.outputs[1:]:                 # nor may another output carry a gradient into the producer
+        if id(o) in grads:
+            return False
     try:
         g = rule(e, p, dy)
     except Exception:           # the two rules run, and raise their own errors if any
         return False
     if g is None:
         return False
-    pending[id(p)] = g
+    pending[id(p)] = (i, g)
     return True
+
+
+def _sole_read_producer(relevant, k):
+    """The recorded op whose first output has key `k`, if exactly one op recorded after it reads that output
+    and none reads its other outputs; else None.  Recorded order is topological: a scan from the end."""
+    later = []
+    for p in reversed(relevant):
+        if id(p.outputs[0]) == k:
+            break
+        later.append(p)
+    else:
+        return None
+    others = {id(o) for o in p.outputs[1:]} if len(p.outputs) > 1 else ()
+    uses = 0
+    for e in later:
+        for t in e.inputs:
+            if id(t) == k:
+                uses += 1
+            elif others and id(t) in others:
+                return None
+    return p if uses == 1 else None
 
 
 def _direct_rules_apply() -> bool:

@@ -22,6 +22,7 @@ from . import tape_state as _tape_state
 
 _ctx_state = _context._state
 _tape_local = _tape_state._state
+_tuple_new, _TapeEntry = tuple.__new__, _tape_state.TapeEntry
 
 
 def execute(opdef, inputs, attrs, name=None):
@@ -58,8 +59,18 @@ def execute(opdef, inputs, attrs, name=None):
     tapes = _tape_local.tapes
     if tapes and opdef.differentiable:       # tape_state.record, inline: every op of a taped forward pass
         outputs = result if isinstance(result, tuple) else (result,)
-        for tape in tapes:
-            tape._maybe_record(opdef, inputs, attrs, outputs)
+        if opdef.effect == "read":           # a variable read: the tape maps it back to the variable
+            for tape in tapes:
+                tape._maybe_record(opdef, inputs, attrs, outputs)
+            return result
+        for tape in tapes:      # GradientTape._maybe_record for an op that is not a read, without the call
+            tracked = tape._tracked
+            for t in inputs:
+                if id(t) in tracked:
+                    tape._entries.append(_tuple_new(_TapeEntry, (opdef, inputs, outputs, attrs)))
+                    for o in outputs:
+                        tracked.add(id(o))
+                    break
     return result
 
 

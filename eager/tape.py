@@ -132,12 +132,7 @@ class GradientTape:
     def _maybe_record(self, opdef, inputs, attrs, outputs):
         var = attrs.get("var") if opdef.name == "ReadVariableOp" else None
         if var is not None:
-            if id(var) not in self._watched_vars:
-                if not (self._watch_accessed and var.trainable):
-                    return
-                self._watched_vars[id(var)] = var
-            self._var_reads.setdefault(id(var), []).append(outputs[0])
-            self._tracked.add(id(outputs[0]))
+            self._record_read(var, outputs[0])
             return
         tracked = self._tracked
         for t in inputs:
@@ -148,6 +143,20 @@ class GradientTape:
         self._entries.append(_tuple_new(_TapeEntry, (opdef, inputs, outputs, attrs)))     # tape_state.new_entry
         for o in outputs:
             tracked.add(id(o))
+
+    def _record_read(self, var, t):
+        """Record `t`, a read of `var`, when the variable is watched (explicitly, or as an accessed
+        trainable variable): eager reads call this directly (`Variable.value`)."""
+        if id(var) not in self._watched_vars:
+            if not (self._watch_accessed and var.trainable):
+                return
+            self._watched_vars[id(var)] = var
+        reads = self._var_reads.get(id(var))
+        if reads is None:
+            self._var_reads[id(var)] = [t]
+        else:
+            reads.append(t)
+        self._tracked.add(id(t))
 
     # -- differentiation ----------------------------------------------------
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):

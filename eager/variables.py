@@ -136,22 +136,24 @@ def gradient_descent_kernel(donate_delta: bool = False):
 
     def kernel(alpha, delta, var):
         with var._lock:
-            if _storage.load_locked(var) is None:
+            old = _storage.load_locked(var)
+            if old is None:
                 _uninitialized(var)
             dt = var._dtype.np_dtype        # the stored array's dtype (assignments check it)
             if delta.dtype != dt or alpha.dtype != dt:
                 raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
                                            f"({as_dtype(delta.dtype).name}) must have the dtype of variable "
                                            f"{var.name} ({var._dtype.name})", op_name=opname)
-            if alpha.ndim == 0 and type(delta) is np.ndarray and delta.flags.c_contiguous and \
-                    _native.use(3 * delta.nbytes, dt):
+            if alpha.ndim == 0 and type(delta) is np.ndarray and 3 * delta.nbytes >= _native.MIN_BYTES and \
+                    delta.flags.c_contiguous and _native.use(3 * delta.nbytes, dt):   # small: one test
+                old = None          # in_place_target counts the references to the stored array
                 target = _storage.in_place_target(var, delta)
                 if target is not None and delta.shape == target.shape:
                     _native.sgd_update(target, delta, alpha)
                     return target
+                old = _storage.load_locked(var)
             own = donate_delta and type(delta) is np.ndarray
             step = np.multiply(delta, alpha, out=delta) if own else np.multiply(delta, alpha)
-            old = read_locked(var)
             if type(step) is np.ndarray and step.shape == (old.shape if type(old) is np.ndarray else np.shape(old)):
                 new = np.subtract(old, step, out=step)    # `step` is a temporary nobody else holds
             else:
@@ -243,7 +245,8 @@ class Variable:
             # what `execute(READ, ...)` does eagerly (read_kernel: the stored array), without dispatching
             t = Tensor(v)
             if _tape_local.tapes:
-                _tape_state.record(READ, (), {"var": self}, t)
+                for tape in _tape_local.tapes:      # as tape_state.record does for a read, without its attrs
+                    tape._record_read(self, t)
             return t
         return execute(READ, (), {"var": self})
 

@@ -192,7 +192,11 @@ def sum_to_shape(g, shape):
     if gshape == tuple(shape):
         return g
     lead = len(gshape) - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape) if d == 1 and gshape[i + lead] != 1)
+    if lead == 1 and gshape[1:] == shape:          # a bias's gradient: the leading axis only
+        axes = (0,)
+    else:
+        axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)
+                                          if d == 1 and gshape[i + lead] != 1)
     r = np.add.reduce(g, axis=axes, keepdims=True, dtype=g.dtype) if axes else g
     return np.asarray(r).reshape(shape)
 

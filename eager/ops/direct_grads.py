@@ -11,10 +11,11 @@ arguments in the same order, so the results are the same bits.  A rule
 returns None for a case it does not handle (another dtype, a gradient
 reaching the labels or a second output), and backprop then runs the public
 rule; it does the same when a direct rule raises, so errors keep their
-public wording (backprop.py).  Two pair rules (`extra["eager_grad_pair"]`,
+public wording (backprop.py).  Three pair rules (`extra["eager_grad_pair"]`,
 backprop.py), for an op over a producer whose output nothing else reads:
-MaxPool over a Relu, in one ReluMaxPoolGrad pass, and Mean over a Square,
-without the Mean's input-sized gradient.
+MaxPool over a Relu, in one ReluMaxPoolGrad pass; Mean over a Square, without
+the Mean's input-sized gradient; Mean of every value of a softmax cross
+entropy, as one scaled product of its `backprop` output.
 
 Imports the op modules; `backprop.py` imports this module so the rules are
 installed wherever gradients are taken.
@@ -64,10 +65,10 @@ def matmul_grad(op, dy):
     da = db = None
     if 0 not in skip:
         da = kernel(dv, bv, False, not tb) if not ta else kernel(bv, dv, tb, True)
-        da = Tensor(sum_to_shape(da, av.shape))
+        da = Tensor(da if da.shape == av.shape else sum_to_shape(da, av.shape))    # the product: an array
     if 1 not in skip:
         db = kernel(av, dv, not ta, False) if not tb else kernel(dv, av, True, ta)
-        db = Tensor(sum_to_shape(db, bv.shape))
+        db = Tensor(db if db.shape == bv.shape else sum_to_shape(db, bv.shape))
     return [da, db]
 
 
@@ -186,6 +187,21 @@ def mean_square_grad(mean, square, dy):
     return Tensor(_square_grad(MUL.kernel(d, d.dtype.type(1.0 / max(n, 1))), x))
 
 
+def mean_xent_grad(mean, xent, dy):
+    """Mean's rule then the cross entropy's, for a Mean of every loss value (a training loss) and logits
+    only: ReduceGrad writes the one value dy * (1/n) into every loss slot, and the cross entropy's rule
+    multiplies each slot, expanded along the class axis, into `backprop`; multiplying `backprop` by that
+    one value gives each product's bits without the loss-sized gradient, its ExpandDims and the zero
+    gradient of the `backprop` output."""
+    loss, bp, d = xent.outputs[0]._value, xent.outputs[1]._value, dy._value
+    axis, n = mean.attrs["axis"], loss.size
+    if d.dtype != bp.dtype or d.dtype.kind != "f" or not n or d.size != 1 or \
+            not (axis is None or len(axis) == loss.ndim):      # a Mean of some loss values only
+        return None
+    scaled = MUL.kernel(d, d.dtype.type(1.0 / n))      # ReduceGrad's value (its `max(n, 1)` is n here)
+    return Tensor(MUL.kernel(scaled.reshape((1,) * bp.ndim), bp))
+
+
 def relu_max_pool_grad(pool, relu, dy):
     """MaxPool's rule then Relu's, on h = relu(z): ReluMaxPoolGrad(h, y, dy), defined as
     ReluGrad(MaxPoolGrad(relu(h), y, dy), relu(h)), has their bits, since relu(h) is h bit for bit."""
@@ -199,8 +215,9 @@ def _install():
                         (XENT, xent_grad), (BIAS_ADD, bias_add_grad), (TANH, tanh_grad),
                         (SIGMOID, sigmoid_grad), (SQUARE, square_grad)):
         opdef.extra["eager_grad"] = rule
-    MAX_POOL.extra["eager_grad_pair"] = (RELU, relu_max_pool_grad)
-    MEAN.extra["eager_grad_pair"] = (SQUARE, mean_square_grad)
+    # producer -> (rule, the producer's input whose gradient the rule gives)
+    MAX_POOL.extra["eager_grad_pair"] = {RELU: (relu_max_pool_grad, 0)}
+    MEAN.extra["eager_grad_pair"] = {SQUARE: (mean_square_grad, 0), XENT: (mean_xent_grad, 1)}
 
 
 _install()

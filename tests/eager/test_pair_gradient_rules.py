@@ -97,3 +97,63 @@ def test_mean_of_squares_pair_gives_the_two_rules_bits_without_reduce_grad(shape
     monkeypatch.setattr(REDUCE_GRAD, "kernel", lambda *a, **k: calls.append(1) or kernel(*a, **k))
     taped_gradients(False, loss, [z, w])
     assert calls == [1]          # the outer reduce_sum's; the Mean's went through the pair
+
+
+def _xent_case(seed=5, shape=(6, 5)):
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal(shape).astype(np.float32) * 4
+    logits.reshape(-1)[:3] = [-0.0, 1e30, -1e30]
+    labels = np.eye(shape[-1], dtype=np.float32)[rng.integers(0, shape[-1], shape[:-1])]
+    labels.reshape(-1)[:2] = [0.25, 0.75]            # labels that do not sum to one: the exact gradient
+    return ek.Variable(logits), ek.constant(labels), ek.Variable(np.float32(0.75))
+
+
+def _count_reduce_grad(monkeypatch):
+    from eager.ops.reduction import REDUCE_GRAD
+    calls = []
+    kernel = REDUCE_GRAD.kernel
+    monkeypatch.setattr(REDUCE_GRAD, "kernel", lambda *a, **k: calls.append(1) or kernel(*a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), ((0,), False), (None, True)])
+@pytest.mark.parametrize("shape", [(6, 5), (5,)])
+def test_mean_of_cross_entropies_pair_gives_the_two_rules_bits(axis, keepdims, shape, monkeypatch):
+    logits, labels, w = _xent_case(shape=shape)
+
+    def loss():
+        xe = ek.nn.softmax_cross_entropy_with_logits(labels=labels, logits=logits * w)
+        return ek.reduce_mean(xe, axis=axis if len(shape) > 1 or axis is None else None, keepdims=keepdims)
+    direct, public = (taped_gradients(public, loss, [logits, w]) for public in (False, True))
+    for d, p in zip(direct, public, strict=True):
+        assert d.shape == p.shape and np.array_equal(d.numpy().view(np.uint32), p.numpy().view(np.uint32))
+    calls = _count_reduce_grad(monkeypatch)
+    taped_gradients(False, loss, [logits, w])
+    assert calls == []           # the Mean went through the pair: no loss-sized gradient
+
+
+@pytest.mark.parametrize("case", ["partial_mean", "backprop_read", "labels_wanted", "loss_read"])
+def test_no_cross_entropy_pair_where_the_two_rules_are_needed(case, monkeypatch):
+    # a mean over some loss values only, a reader of the `backprop` output, a gradient wanted for the
+    # labels, a second reader of the loss: the two rules run (ReduceGrad among them), with their bits
+    logits, labels, w = _xent_case(shape=(3, 4, 5))
+    soft = ek.Variable(labels.numpy())
+
+    def loss():
+        from eager.ops.nn_softmax import XENT
+        lab = soft if case == "labels_wanted" else labels
+        if case == "backprop_read":
+            xe, bp = ek.dispatch.execute(XENT, (labels, logits.value()), {"axis": 2})
+            return ek.reduce_mean(xe) + ek.reduce_sum(bp * w)
+        xe = ek.nn.softmax_cross_entropy_with_logits(labels=lab, logits=logits * w)
+        m = ek.reduce_mean(xe, axis=1 if case == "partial_mean" else None)
+        return ek.reduce_sum(m) + (ek.reduce_sum(xe) if case == "loss_read" else 0.0)
+    sources = [logits, w, soft]
+    direct, public = (taped_gradients(public, loss, sources) for public in (False, True))
+    for d, p in zip(direct, public, strict=True):
+        assert (d is None) == (p is None)
+        if d is not None:
+            assert np.array_equal(d.numpy().view(np.uint32), p.numpy().view(np.uint32))
+    calls = _count_reduce_grad(monkeypatch)
+    taped_gradients(False, loss, sources)
+    assert len(calls) >= 1

@@ -63,7 +63,7 @@ from ...ops import math as _m
 from ...ops.clipping import keras_clip_by_global_norm, keras_clip_by_norm
 from ...ops.linalg import clip_by_value
 from ...tensor import Tensor
-from ...variables import ASSIGN_ADD, Variable
+from ...variables import ASSIGN_ADD, Variable, read_kernel
 from .schedules import LearningRateSchedule, deserialize, serialize
 
 
@@ -301,7 +301,7 @@ class Optimizer:
         grads = self._clip([g if isinstance(g, Tensor) else convert_to_tensor(g, v.dtype) for g, v in pairs])
         fused_counter = self._fused_counter and not eager and len(pairs) == 1
         if eager:
-            t = Tensor(np.array(int(self.iterations.numpy()) + 1, np.int64))
+            t = Tensor(np.array(int(read_kernel(self.iterations)) + 1, np.int64))    # numpy() would copy
         else:
             t = _m.add(self.iterations.value(), constant(1, "int64"))
         hyper = {k: var.value() for k, var in self._hyper.items()}

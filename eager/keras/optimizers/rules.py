@@ -10,8 +10,10 @@ Imports `eager` modules only.
 from __future__ import annotations
 
 from ... import context as _context
+from ...dispatch import execute
 from ...convert import constant
 from ...ops import math as _m
+from ...ops.casting import CAST
 from ...tensor import Tensor
 from ...training_ops import (APPLY_ADAM, APPLY_KERAS_ADADELTA, APPLY_KERAS_ADAGRAD, APPLY_KERAS_MOMENTUM,
                              APPLY_KERAS_NADAM, APPLY_KERAS_RMSPROP, APPLY_KERAS_SGD)
@@ -21,6 +23,13 @@ from .base import Hyperparameter, Optimizer
 _ctx_state = _context._state
 
 __all__ = ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Nadam"]
+
+
+def _lr_as(lr, dt):
+    """`cast(lr, dt)`: for an eager float rate, the Cast op it dispatches without its argument checks."""
+    if type(lr) is Tensor and lr._value.dtype.kind == "f" and dt._np.kind == "f":
+        return lr if lr._value.dtype == dt._np else execute(CAST, (lr,), {"dtype": dt})
+    return _m.cast(lr, dt)
 
 
 class SGD(Optimizer):
@@ -44,9 +53,9 @@ class SGD(Optimizer):
         if "weight_decay" in self._hyper and self._decays(v):     # the first test: `_decays`'s, without a call
             return self._fused(APPLY_KERAS_SGD, (h["lr"], h["weight_decay"], t, g), {}, v, counter)
         dt = v._dtype
-        lr = h.get("lr:" + dt.name)         # one cast per dtype and step, not one per variable
+        lr = h.get(dt)         # one cast per dtype and step, not one per variable
         if lr is None:
-            lr = h["lr:" + dt.name] = _m.cast(h["lr"], dt)
+            lr = h[dt] = _lr_as(h["lr"], dt)
         gv = g._value if type(g) is Tensor else None
         if gv is not None and gv.dtype == dt._np and dt._np.kind == "f" and _ctx_state.stack[-1].is_eager:
             # eager fast path: one fused op, same arithmetic as Mul + AssignSubVariableOp below
