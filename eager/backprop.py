@@ -75,6 +75,7 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         _accumulate(grads, id(t), g, _m)
     direct = _direct_rules_apply()
     pending: dict = {}      # id(producer entry) -> its input's gradient from a pair rule
+    links = []              # a long tape's (producer by output, readers by input), made on first need
 
     for e in reversed(relevant):
         if pending and id(e) in pending:      # a pair rule's producer: its gradient, where its rule would add it
@@ -98,6 +99,11 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
             continue
         if len(out_grads) > 1:
             out_grads = [g if g is not None else _zeros_like(o, direct) for g, o in zip(out_grads, outputs)]
+        if direct:
+            pairs = opdef.extra.get("eager_grad_pair")
+            if pairs is not None and len(out_grads) == 1 and type(out_grads[0]) is Tensor and \
+                    _pair_gradient(pairs, e, out_grads[0], relevant, links, grads, needed, source_keys, pending):
+                continue
         inputs = e.inputs
         skip = None
         for i, x in enumerate(inputs):
@@ -106,10 +112,6 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
         view = GradView(e, frozenset(skip)) if skip else e
         in_grads = None
         if direct:
-            pairs = opdef.extra.get("eager_grad_pair")
-            if pairs is not None and len(out_grads) == 1 and type(out_grads[0]) is Tensor and \
-                    _pair_gradient(pairs, e, out_grads[0], relevant, grads, needed, source_keys, pending):
-                continue
             fast = opdef.extra.get("eager_grad")
             if fast is not None:
                 for g in out_grads:
@@ -143,12 +145,23 @@ def backprop(entries, targets, target_grads, source_groups, stop_keys=frozenset(
     return results
 
 
-def _pair_gradient(pairs, e, dy, relevant, grads, needed, source_keys, pending) -> bool:
+# up to this many recorded ops, a pair's producer is found by a scan from the tape's end; a longer tape
+# maps every output to its producer and counts every input's readers once instead (a scan per pair would
+# make a tape of many pairs quadratic)
+SCAN_LIMIT = 64
+
+
+def _pair_gradient(pairs, e, dy, relevant, links, grads, needed, source_keys, pending) -> bool:
     """Differentiate `e` with its input's producer in one rule (module docstring); False: not applied."""
     k = id(e.inputs[0])
     if k in grads or k in source_keys or k not in needed:
         return False
-    p = _sole_read_producer(relevant, k)
+    if len(relevant) <= SCAN_LIMIT:
+        p = _sole_read_producer(relevant, k)
+    else:
+        if not links:
+            links.extend(_links(relevant))
+        p = _sole_read_producer_mapped(links, k)
     if p is None or p.opdef not in pairs:
         return False
     rule, i = pairs[p.opdef]
@@ -189,6 +202,27 @@ def _sole_read_producer(relevant, k):
             elif others and id(t) in others:
                 return None
     return p if uses == 1 else None
+
+
+def _links(relevant):
+    producers = {id(o): e for e in relevant for o in e.outputs}
+    readers: dict = {}
+    for e in relevant:
+        for t in e.inputs:
+            readers[id(t)] = readers.get(id(t), 0) + 1
+    return producers, readers
+
+
+def _sole_read_producer_mapped(links, k):
+    """`_sole_read_producer` from the maps `_links` made."""
+    producers, readers = links
+    p = producers.get(k)
+    if p is None or id(p.outputs[0]) != k or readers.get(k) != 1:
+        return None
+    for o in p.outputs[1:]:
+        if id(o) in readers:
+            return None
+    return p
 
 
 def _direct_rules_apply() -> bool:

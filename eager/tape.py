@@ -48,7 +48,7 @@ def _unconnected(value) -> str:
 
 def _seed(target):
     """ones_like(target), the default output gradient (OnesLike is never recorded: not differentiable)."""
-    if type(target) is Tensor and _context.executing_eagerly():
+    if type(target) is Tensor and _context._state.stack[-1].is_eager:     # executing_eagerly(), inline
         v = target._value
         if isinstance(v, np.generic) or type(v) is np.ndarray and v.flags.c_contiguous:
             ones = np.empty(v.shape, v.dtype)     # np.ones_like's array (same layout) without its Python calls

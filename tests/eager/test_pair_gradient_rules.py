@@ -18,6 +18,15 @@ from eager import native
 from tests.eager.test_direct_gradient_rules import assert_same_bits, dispatched_by_gradient, taped_gradients
 
 
+@pytest.fixture(autouse=True, params=["scan", "maps"])
+def producer_lookup(request, monkeypatch):
+    """Every test both ways backprop finds a pair's producer: a scan of a short tape, the maps of a long one."""
+    from eager import backprop
+    if request.param == "maps":
+        monkeypatch.setattr(backprop, "SCAN_LIMIT", 0)
+    return request.param
+
+
 def _z(shape, seed=0):
     z = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
     z.reshape(-1)[:12] = [np.nan, -0.0, 0.0, -1.0, np.inf, -np.inf, 0.0, 0.0, 2.0, 2.0, -0.0, -0.0]
