@@ -52,6 +52,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import threading
+import time
 
 import numpy as np
 
@@ -77,13 +78,54 @@ def available() -> bool:
     if nb is None:
         with _lock:
             if _state["numba"] is None:
+                began = time.perf_counter()
                 try:
                     import numba        # optional extra ([native]), imported on first need: never at import
                 except ImportError:
                     numba = False
+                if numba is not False:
+                    _start_compile_clock(numba)
+                    numba.typeof(np.empty(1, np.float32))     # its first use imports more (40 ms): start-up too
+                    _compiled[0] += time.perf_counter() - began      # numba's import (0.5-1 s) is start-up too
                 _state["numba"] = numba
             nb = _state["numba"]
     return nb is not False
+
+
+class _Compiling(threading.local):
+    depth = 0              # numba compiles nest (a kernel compiles the functions it calls): count the outermost
+    since = 0.0
+
+
+_compiling = _Compiling()
+_compiled = [0.0]          # seconds spent compiling, all threads
+_clock_lock = threading.Lock()
+
+
+def compile_seconds() -> float:
+    """Seconds this process has spent importing numba and in numba compiles so far (0.0 before any): a step
+    deadline does not count them (graph_runtime/deadline.py), since they happen once, on a kernel's first
+    call."""
+    return _compiled[0]
+
+
+def _start_compile_clock(numba) -> None:
+    """Add every numba compile's wall time to `compile_seconds()` (numba's compile events, from then on)."""
+    from numba.core import event       # numba is optional: imported only once `available()` found it
+
+    class Clock(event.Listener):
+        def on_start(self, ev):
+            if _compiling.depth == 0:
+                _compiling.since = time.perf_counter()
+            _compiling.depth += 1
+
+        def on_end(self, ev):
+            _compiling.depth -= 1
+            if _compiling.depth == 0:
+                spent = time.perf_counter() - _compiling.since
+                with _clock_lock:
+                    _compiled[0] += spent
+    event.register("numba:compile", Clock())
 
 
 def enabled() -> bool:

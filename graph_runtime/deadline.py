@@ -13,7 +13,12 @@ run without end:
   interpreting executor's loop does the same).
 
 Past it they raise `DeadlineExceededError` naming the op.  A single kernel
-is never interrupted: a step overruns by at most one kernel.
+is never interrupted: a step overruns by at most one kernel.  Time spent
+compiling native kernels (numba, `eager.native.compile_seconds()`: a kernel
+compiles once, on its first call, which may fall inside a step: a promoted
+fused kernel's 8th call, 0.3-3 s) does not count: a check that finds the
+deadline passed asks `overdue`, which moves the deadline on by the compile
+time since the step began and raises only if it has still passed.
 
 A step can also be stopped from another thread before its deadline: the
 scope may carry a `StepAbort`, which whoever learns that the step cannot
@@ -25,7 +30,7 @@ iteration instead of holding the step's answer (and its task) until it
 finishes.  A scope with an abort and no deadline gets an infinite one: the
 checks then run where `get()` is not None.
 
-Imports `eager.errors` only.
+Imports `eager.errors` and `eager.native` (its compile clock; numba is not imported for it).
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ import threading
 import time
 from typing import Callable, Optional, Tuple
 
+from eager import native
 from eager.errors import AbortedError, DeadlineExceededError
 
 monotonic = time.monotonic
@@ -61,6 +67,7 @@ class StepAbort:
 class _Current(threading.local):
     at: Optional[float] = None          # time.monotonic() seconds; None: no deadline
     abort: Optional[StepAbort] = None
+    compiled = 0.0                      # native.compile_seconds() when the step began
 
 
 _current = _Current()
@@ -88,6 +95,8 @@ def swap(at: Optional[float], abort: Optional[StepAbort] = None) -> Tuple[Option
     before = cur.at, cur.abort
     cur.at = math.inf if at is None and abort is not None else at
     cur.abort = abort
+    if at is not None and before[0] is None:       # a step begins here (not a restore of an outer one)
+        cur.compiled = native.compile_seconds()
     return before
 
 
@@ -107,14 +116,20 @@ def expired(what: str, op_name: str) -> DeadlineExceededError:
                                  op_name=op_name)
 
 
-def stopped(abort: Optional[StepAbort], what: str, op_name: str) -> BaseException:
-    """The error for a check that failed: the abort's, if the step was aborted, else `expired(...)`."""
+def overdue(abort: Optional[StepAbort], what: str, op_name: str) -> float:
+    """For a check that found the deadline passed or `abort` set: raise, unless the time spent compiling
+    native kernels since the step began makes up the overrun; then return the deadline moved on by it."""
     if abort is not None and abort.why is not None:
-        return abort.error(what, op_name)
-    return expired(what, op_name)
+        raise abort.error(what, op_name)
+    at = _current.at + (native.compile_seconds() - _current.compiled)
+    if monotonic() > at:
+        raise expired(what, op_name)
+    return at
 
 
-def check(at: Optional[float], what: str, op_name: str, abort: Optional[StepAbort] = None) -> None:
-    """Raise if deadline `at` has passed (None: never) or `abort` was set."""
+def check(at: Optional[float], what: str, op_name: str, abort: Optional[StepAbort] = None) -> Optional[float]:
+    """Raise if deadline `at` has passed (None: never; see `overdue`) or `abort` was set; returns the
+    deadline to check next time."""
     if at is not None and (monotonic() > at or (abort is not None and abort.why is not None)):
-        raise stopped(abort, what, op_name)
+        return overdue(abort, what, op_name)
+    return at

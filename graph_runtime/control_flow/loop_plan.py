@@ -137,7 +137,7 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     inner: list = []
     inner.append((f"if dl is not None and ({em.bind('_mono', deadline.monotonic)}() > dl or "
                   f"(ab is not None and ab.why is not None)): "
-                  f"raise {em.bind('_dlstop', deadline.stopped)}(ab, 'While loop', 'While')", None))
+                  f"dl = {em.bind('_dlover', deadline.overdue)}(ab, 'While loop', 'While')", None))
     if count is None:
         lines.append(("while True:", None))
         inner.extend(_cond_lines(cplan, em, inputs, regs, has_max))

@@ -188,7 +188,7 @@ def _interpret_while(op, ex):
         i = 0
         at, abort = deadline.state()
         while limit is None or i < limit:
-            deadline.check(at, f"While loop, iteration {i}", op.name, abort)
+            at = deadline.check(at, f"While loop, iteration {i}", op.name, abort)
             if not ex.run_body(cplan, loop_vars + caps)[0]:
                 break
             loop_vars = tuple(ex.run_body(bplan, loop_vars + caps))
