@@ -38,6 +38,7 @@ import numpy as np
 
 import eager as ek
 from eager import blas_threads as ek_blas
+from eager import own_cores as ek_own_cores
 from eager import parallel as ek_parallel
 import graph_runtime as gr
 from benchmarks.harness import calls_per_batch
@@ -192,9 +193,11 @@ def main(argv) -> int:
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     if "--cpu" in argv:
         CLOCK[0] = time.process_time
+    owned = ek_own_cores.enabled() and ek_blas.known()
     print(f"BLAS: {blas_threads_now()}; big convolution GEMMs in parts on the cores: "
-          f"{'on' if ek_blas.count() == 1 and ek_parallel.cores() > 1 else 'off'} (only where BLAS runs on one "
-          f"thread; GRAPHJIT_BLAS_SPLIT=0 turns it off); "
+          f"{'on' if (ek_blas.count() == 1 or owned) and ek_parallel.cores() > 1 else 'off'} (only where BLAS runs "
+          f"on one thread; GRAPHJIT_BLAS_SPLIT=0 turns it off); compiled steps with convolutions own the cores "
+          f"(GRAPHJIT_OWN_CORES): {'on' if ek_own_cores.enabled() else 'off'}; "
           f"load average {os.getloadavg()[0]:.2f}\n")
     print(fmt(rows(rounds, only)))
     for note in NOTES:
