@@ -373,3 +373,13 @@ def test_a_user_call_with_python_control_flow_on_tensors_is_converted_in_fit():
     eager_losses, _ = run(True)
     np.testing.assert_allclose(compiled, eager_losses, rtol=1e-5)
     assert model._steps["train"].fn.experimental_get_tracing_count() == 1
+
+
+def test_predict_results_are_writeable_arrays_of_their_own_as_in_keras():
+    # a port edits predictions in place (p[p < 0] = 0); a read-only view of the output tensor would refuse
+    model = classifier()
+    for p in (model.predict(X[:8], verbose=0), model.predict_on_batch(X[:8])):
+        assert isinstance(p, np.ndarray) and p.flags.writeable and p.flags.owndata
+        before = model.predict_on_batch(X[:8]).copy()
+        p[...] = -1.0
+        np.testing.assert_array_equal(model.predict_on_batch(X[:8]), before)

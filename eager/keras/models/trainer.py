@@ -299,7 +299,8 @@ class Trainer:
 
     def predict_on_batch(self, x):
         batch = _single_batch(x)
-        return nest.map_structure(np.asarray, self._step("predict")((batch[0], None, None)))
+        # NumPy arrays of their own, as Keras returns them (a tensor's `np.asarray` is a read-only view)
+        return nest.map_structure(lambda t: t.numpy(), self._step("predict")((batch[0], None, None)))
 
 
 def _single_batch(x, y=None, sample_weight=None):
