@@ -19,7 +19,9 @@ Sizing and limits:
 - Who splits: the chunked fused elementwise kernels always may (each one
   autotunes serial against split on its first calls and rechecks the choice, `fusion/autotune.py`);
   the convolution and pooling kernels only when asked, through
-  `GRAPHJIT_KERNEL_THREADS=n` or `set_threads(n)` (`threads()`, default 1).
+  `GRAPHJIT_KERNEL_THREADS=n` or `set_threads(n)` (`threads()`, default 1),
+  or while some thread holds `claimed()` (`eager.own_cores`: a compiled step
+  with convolutions under `GRAPHJIT_OWN_CORES=1`).
   Measured on the development machine while other work kept both cores
   busy, splitting them gave no wall-time gain and cost 5-20% more CPU time
   per CNN step (benchmarks/RESULTS.md), so it is off until a machine shows
