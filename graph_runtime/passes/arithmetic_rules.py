@@ -31,7 +31,10 @@ Every rule states when it fires.  The conditions that keep results unchanged:
   never through a float-to-int conversion of a different width.
 - Rules marked `exact=False` change rounding (they are more accurate):
   `log(1 + x) -> Log1p`, `exp(x) - 1 -> Expm1`, `log(softmax(x)) -> LogSoftmax`
-  (which also stays finite where softmax underflows to 0).
+  (which also stays finite where softmax underflows to 0).  Log1p and Expm1
+  keep -0.0 where the originals round it to +0.0, so under `signed_zeros`
+  they become `Log1p(x) + 0.0` and `Expm1(x) + 0.0` (a later `1 / y` keeps
+  the original's +inf).
 
 Imports `numpy` and the pattern module.
 """
@@ -158,14 +161,25 @@ def _pow_to(unary, floats_only=False):
     return fn
 
 
+def _zero_signed_as_rounded(b, t):
+    """`t + 0.0` unless the pass may ignore signed zeros: log1p(-0.0) and expm1(-0.0) are -0.0 where
+    log(1 + -0.0) and exp(-0.0) - 1 give +0.0, and a later division would turn that into an inf of the
+    other sign; adding +0.0 makes -0.0 +0.0 and changes no other value."""
+    if not b.rw.ctx.option("signed_zeros", True):
+        return t
+    return b.emit("AddV2", t, b.const(np.zeros((), t._dtype.np_dtype)))
+
+
 def _log1p(b, m):
     x = m["x"]
-    return b.emit("Log1p", x) if _is_float(x) and b.same_as_output(x) and m["add"]._shape == x._shape else None
+    if not (_is_float(x) and b.same_as_output(x) and m["add"]._shape == x._shape):
+        return None
+    return _zero_signed_as_rounded(b, b.emit("Log1p", x))
 
 
 def _expm1(b, m):
     x = m["x"]
-    return b.emit("Expm1", x) if _is_float(x) and b.same_as_output(x) else None
+    return _zero_signed_as_rounded(b, b.emit("Expm1", x)) if _is_float(x) and b.same_as_output(x) else None
 
 
 def _log_softmax(b, m):

@@ -82,6 +82,25 @@ def test_accuracy_rules(fn, rule, new_type):
     assert details.get(rule) == 1 and new_type in ts
 
 
+@pytest.mark.parametrize("fn,rule", [
+    (lambda x: 1.0 / (ek.exp(x) - 1.0), "expm1"),
+    (lambda x: 1.0 / ek.log(1.0 + x), "log1p"),
+])
+def test_accuracy_rules_keep_the_sign_of_zero(fn, rule):
+    # expm1(-0.0) and log1p(-0.0) are -0.0 where exp(-0.0) - 1 and log(1 + -0.0) are +0.0: the reciprocal of
+    # the rewritten graph must still be +inf there (the random pass test found -inf)
+    v = np.array([[-0.0, 0.0, 1.0], [-1.0, 2.0, -0.0]], np.float32)
+    ts, details = _arith(fn, value=v, mixed=False)      # checks the +inf and -inf positions
+    assert details.get(rule) == 1
+    g, y = _build(fn)
+    new, _ = single_pass("arithmetic", g, [y], {"x:0": v})
+    got = run_graph(new, [y], {"x:0": v})[0]
+    assert np.isposinf(got[0, 0]) and np.isposinf(got[1, 2])
+    # "fast math" (signed_zeros=False) leaves the bare Log1p / Expm1
+    fast, _ = single_pass("arithmetic", g, [y], {"x:0": v}, options={"signed_zeros": False})
+    assert "AddV2" not in types(fast) and "AddV2" in types(new)
+
+
 def test_log_softmax_rule():
     v = np.array([[1.0, 2.0, 3.0], [-1.0, 0.0, 5.0]], np.float32)
     ts, details = _arith(lambda x: ek.log(ek.nn.softmax(x)), value=v, mixed=False)
