@@ -55,10 +55,10 @@ class Tensor:
         return self.shape
 
     def numpy(self):
-        """A copy of the value as a NumPy array, as TensorFlow's `Tensor.numpy()`: writing into it never
-        changes the tensor (which may hold a variable's own array, see `Variable.value()`)."""
-        v = self._value
-        return v.copy() if type(v) is np.ndarray else v
+        """A copy of the value as a NumPy array, or a NumPy scalar for rank 0, as TensorFlow's
+        `Tensor.numpy()`: writing into it never changes the tensor (which may hold a variable's own array,
+        see `Variable.value()`), and a scalar is hashable (`counts[label.numpy()] += 1`)."""
+        return own_copy(self._value)
 
     def __array__(self, dtype=None, copy=None):
         """`np.asarray(t)`: a read-only view of the value (no copy). TensorFlow's shares memory and is
@@ -181,6 +181,13 @@ class TensorRef:
 
     def __repr__(self):
         return f"<Reference wrapping {self._tensor!r}>"
+
+
+def own_copy(value):
+    """What `numpy()` returns for an eager value: a copy of an array, a NumPy scalar for rank 0."""
+    if type(value) is not np.ndarray:
+        return value
+    return value.copy() if value.ndim else value[()]
 
 
 def read_only(value):

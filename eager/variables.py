@@ -41,7 +41,7 @@ from .registry import Spec, op
 from .shape import TensorShape, as_shape
 from .ops.gather import _indices
 from .ops.math import cast
-from .tensor import Tensor, TensorRef
+from .tensor import Tensor, TensorRef, own_copy
 
 _ids = itertools.count(1)
 _ctx_state = _context._state
@@ -256,8 +256,7 @@ class Variable:
     def numpy(self):
         """A copy of the current value (a NumPy scalar for rank 0), as TensorFlow's `Variable.numpy()`:
         writing into it never changes the variable."""
-        v = read_kernel(self)
-        return v.copy() if type(v) is np.ndarray else v
+        return own_copy(read_kernel(self))
 
     def __array__(self, dtype=None, copy=None):
         a = np.array(read_kernel(self), copy=True)

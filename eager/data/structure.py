@@ -123,9 +123,13 @@ def describe(spec) -> str:
 
 
 def to_numpy(element):
-    """`as_numpy_iterator`'s element: each tensor's array read-only and uncopied, as TensorFlow yields it
-    (a slice of `from_tensor_slices` data shares the source's memory)."""
-    return nest.map_structure(lambda t: t if _is_dataset(t) else read_only(t._value), element)
+    """`as_numpy_iterator`'s element: each tensor's array read-only and uncopied (a NumPy scalar for rank 0),
+    as TensorFlow yields it (a slice of `from_tensor_slices` data shares the source's memory)."""
+    return nest.map_structure(lambda t: t if _is_dataset(t) else _element(t._value), element)
+
+
+def _element(value):
+    return value[()] if type(value) is np.ndarray and value.ndim == 0 else read_only(value)     # a scalar as TF
 
 
 def zeros_for(spec):

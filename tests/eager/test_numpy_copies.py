@@ -90,3 +90,19 @@ def test_session_fetch_of_a_variable_is_not_an_alias_a_write_reaches():
         got = sess.run(read)
         got[:] = -1.0
         np.testing.assert_array_equal(sess.run(read), [0.0, 1.0, 2.0])
+
+
+def test_rank_0_values_are_numpy_scalars_as_in_tensorflow():
+    # a port counts labels with `counts[y.numpy()] += 1`: a 0-d array is unhashable, a NumPy scalar is not
+    ds = ek.data.Dataset.from_tensor_slices((np.zeros((4, 2), np.float32), np.array([0, 1, 1, 2])))
+    counts = {}
+    for _, y in ds:
+        counts[y.numpy()] = counts.get(y.numpy(), 0) + 1
+    assert counts == {0: 1, 1: 2, 2: 1}
+    scalars = [ek.constant(3), ek.constant(2.5) * 2.0, ek.reduce_sum(ek.constant([1, 2])),
+               function(lambda: ek.constant(1.5) + 1.0)()]
+    for t in scalars:
+        assert isinstance(t.numpy(), np.generic) and t.numpy().dtype == t.dtype.as_numpy_dtype
+    assert isinstance(ek.Variable(1.0).numpy(), np.float32)
+    assert [type(v) for v in ek.data.Dataset.range(2).as_numpy_iterator()] == [np.int64, np.int64]
+    assert ek.constant("ab").numpy() == b"ab"
