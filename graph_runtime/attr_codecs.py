@@ -234,7 +234,8 @@ register_attr_codec("array", (np.ndarray, np.generic), _enc_array, _dec_array)
 register_attr_codec("shape", TensorShape, lambda v, c: None if v.dims is None else list(v.dims),
                     lambda d, c: TensorShape(d))     # refuses non-integer dims (2.5 would become 2)
 register_attr_codec("dtype", DType, lambda v, c: v.name, lambda d, c: as_dtype(d))
-register_attr_codec("float", float, lambda v, c: repr(v), lambda d, c: float(d))
+# a float subclass (np.float64) as a plain float: NumPy's repr, 'np.float64(0.9)', does not read back
+register_attr_codec("float", float, lambda v, c: repr(float(v)), lambda d, c: float(d))
 register_attr_codec("dict", dict, lambda v, c: [[encode_attr(k, c), encode_attr(x, c)] for k, x in v.items()],
                     lambda d, c: {_hashable(decode_attr(k, c)): decode_attr(x, c) for k, x in d})
 register_attr_codec("tuple", tuple, lambda v, c: [encode_attr(x, c) for x in v],

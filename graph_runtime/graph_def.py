@@ -30,6 +30,7 @@ import json
 import os
 
 from eager.errors import InvalidArgumentError
+from eager.variable_storage import snapshot
 from eager.shape import brief_repr
 
 from .attr_codecs import EncodeContext, encode_attr
@@ -96,7 +97,7 @@ def graph_to_graph_def(graph, add_shapes: bool = False, _ctx: EncodeContext = No
                "shape": None if var.shape.dims is None else list(var.shape.dims),
                "trainable": bool(var.trainable), "initializer": init.name if in_graph else None}
         if not in_graph and var.is_initialized():
-            rec["value"] = encode_attr(var.numpy(), ctx, f"variable {name!r} value")
+            rec["value"] = encode_attr(snapshot(var), ctx, f"variable {name!r} value")    # an array, uncopied
         variables.append(rec)
     return {"format": GRAPH_DEF_FORMAT, "version": GRAPH_DEF_VERSION, "nodes": nodes, "variables": variables,
             "inputs": [t.name for t in graph.inputs], "outputs": [t.name for t in graph.outputs]}

@@ -114,6 +114,22 @@ def test_eager_variable_value_travels_with_the_graph():
         np.testing.assert_array_equal(sess.run(y2), [2, 4])
 
 
+
+def test_a_rank_0_float64_variable_and_a_float64_attr_travel_with_the_graph():
+    # np.float64 is a float subclass whose repr ('np.float64(0.9)') float() cannot read back: the
+    # float codec wrote it, and import failed (a rank-0 variable's numpy() is a NumPy scalar)
+    v = ek.Variable(np.float64(0.9), name="ev64")
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.float64, (2,), name="x")
+        y = ek.nn.leaky_relu(x, alpha=np.float64(0.25)) * v
+    gd = json.loads(json.dumps(g.as_graph_def()))
+    g2 = gr.Graph()
+    with g2.as_default():
+        x2, y2 = gr.import_graph_def(gd, return_elements=[x.name, y.name])
+    with gr.Session(graph=g2) as sess:
+        np.testing.assert_allclose(sess.run(y2, {x2: [-2.0, 2.0]}), [-0.5 * 0.9, 1.8])
+
 def test_write_and_read_graph(tmp_path):
     g, x, w, y, train, init = _model_graph()
     for as_text in (True, False):
