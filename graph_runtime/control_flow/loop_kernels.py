@@ -148,6 +148,9 @@ def _wrapper(program, shapes, kern, numpy_kernel, src) -> Callable:
     fused = ns["fused"]
     fused.strategy = "native-loop"
     fused.source = src
+    # for compiled_loop.py, which calls `kern` itself: only kernels taking arrays and nothing else
+    plain = not program.consts and all(shapes[s] for s in program.input_slots)
+    fused.kern, fused.want = (kern, want) if plain else (None, None)
     return fused
 
 
@@ -178,10 +181,10 @@ def _source(program, shapes) -> str:
     return "\n".join(lines) + "\n"
 
 
-def rewrites(plan, em, rewrite: dict) -> set:
+def rewrites(plan, em, rewrite: dict) -> dict:
     """Wrap `rewrite` ({step index: emit_steps rewrite}, updated in place) so the steps compiled here call
-    their compiled kernel; returns their indices."""
-    done = set()
+    their compiled kernel; returns {step index: its `fused` wrapper}."""
+    done = {}
     for si, step in enumerate(plan.steps):
         fused = compile_step(step)
         if fused is None:
@@ -194,5 +197,5 @@ def rewrites(plan, em, rewrite: dict) -> set:
             new = new if all(t == "_" for t in targets) else f"{', '.join(targets)} = {new}"
             return inner(new, regs_in, targets) if inner is not None else [(new, si)]
         rewrite[si] = call
-        done.add(si)
+        done[si] = fused
     return done

@@ -54,7 +54,7 @@ from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
 from eager.tensor_array import GET_ITEM
 
-from . import broadcast_captures, counter, loop_kernels, row_products, scratch_products
+from . import broadcast_captures, compiled_loop, counter, loop_kernels, row_products, scratch_products
 from .plans import body_plan, cached
 
 
@@ -73,8 +73,9 @@ def loop_plan(cond_g, body_g, n: int, has_max: bool, saves: tuple = (), optimize
 
 
 def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, counted: dict, dtype=None):
-    """`emit_steps` rewrites computing the body's `ta.read(i) @ W` products a block of rows at a time
-    (row_products.py), and the lines setting up their state before the loop.  `counted`: {read step
+    """`(rewrite, init, pairs)`: the `emit_steps` rewrites computing the body's `ta.read(i) @ W` products a
+    block of rows at a time (row_products.py), the lines setting up their state before the loop, and the
+    pairs rewritten ({product step index: (read step index, buffer, weight)}).  `counted`: {read step
     index: buffer register} of a counted loop's reads at its counter (they index by `t`; `x[t]` among them
     too), `dtype` the counter's NumPy type."""
     rewrite: dict = {}
@@ -87,6 +88,7 @@ def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, count
         if r.kind == "value":
             uses[r.vid] = uses.get(r.vid, 0) + 1
     rows = None
+    pairs: dict = {}
     row_reads = {gi for gi in counted if bplan.steps[gi].op.type != GET_ITEM.name}
     for si, (gi, buf, w) in row_products.find(bplan, captured, row_reads).items():
         if gi in rewrite:
@@ -109,7 +111,8 @@ def _row_products(bplan: Plan, em: Emitter, inputs: dict, captured: range, count
                      f"{pz}{row})", gi),
                     (f"{targets[0]} = {pq}.pop(); {pn} += 1", si)]
         rewrite[gi], rewrite[si] = read, product
-    return rewrite, init
+        pairs[si] = (gi, buf, w)
+    return rewrite, init, pairs
 
 
 def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tuple) -> Plan:
@@ -153,24 +156,30 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     captured = range(n, n + n_caps)
     counted = {} if count is None else {gi: inputs[b] for gi, b in counter.reads(bplan, count.var, captured).items()}
     dtype = None if count is None else count.scalar_type
-    rewrite, init = _row_products(bplan, em, inputs, captured, counted, dtype)
+    rewrite, init, pairs = _row_products(bplan, em, inputs, captured, counted, dtype)
     for gi, buf in counted.items():
         if gi not in rewrite:
             rewrite[gi] = lambda line, regs_in, targets, gi=gi, buf=buf: [
                 (counter.fast_read(line, buf, bplan.steps[gi], regs_in, em, dtype), gi)]
-    if counted:
-        for pi in counter.index_packs(bplan, count.var, counted):
-            rewrite[pi] = lambda line, regs_in, targets: []          # the reads index by `t`
+    packs = counter.index_packs(bplan, count.var, counted) if counted else set()
+    for pi in packs:
+        rewrite[pi] = lambda line, regs_in, targets: []              # the reads index by `t`
     if counted:
         bounds = " and ".join(f"end <= {b}.shape[0]" for b in sorted(set(counted.values())))
         init.append(f"rd = t0 >= 0 and {bounds}")
-    scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, skip=rewrite)
+    products = scratch_products.find(bplan, skip=rewrite)
+    scratch_rewrite, scratch = scratch_products.rewrites(bplan, em, found=products)
     rewrite.update(scratch_rewrite)
     init += scratch
     compiled = loop_kernels.rewrites(bplan, em, rewrite)
     init += broadcast_captures.rewrites(bplan, em, captured, inputs, rewrite, skip=compiled)
     if count is not None and count.substitute:
         rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
+    fast = compiled_loop.find(bplan, count, n, save, counted, pairs, products, compiled, packs)
+    if fast is not None:
+        # the whole loop as one compiled call when it may run (compiled_loop.py), from `tb`
+        init += compiled_loop.emit(fast, em, f"v{fast.state}", names[n:])
+        lines[-1] = ("for t in range(tb, end):", None)
     lines[-1:-1] = [(text, None) for text in init]
     body = emit_steps(bplan, em, breg, regs, keep=frozenset(keep), rewrite=rewrite)
     inner.extend((text, None if si is None else si + offset) for text, si in body)

@@ -1,0 +1,127 @@
+"""An RNN-shaped counted While runs as one compiled call (control_flow/compiled_loop.py): the same bits as
+the Python loop it replaces (the graph generated with it off) in a Session and under `@function`, for
+partial and empty ranges, a cell reading `h`, operands it was not compiled for (the Python loop runs) and
+a step with a deadline (the Python loop runs, checking it).  Needs numba (the [native] extra)."""
+import numpy as np
+import pytest
+
+import eager as ek
+import graph_runtime as gr
+from eager import native
+from graph_runtime.control_flow import compiled_loop
+from graph_runtime.control_flow.plans import compiled_plans
+from graph_runtime.fusion.fast_tanh import tanh32_numpy
+from tracing import function
+
+pytestmark = pytest.mark.skipif(not native.available() or compiled_loop.blas() is None,
+                                reason="numba (the [native] extra) or NumPy's cblas_sgemm not found")
+
+RNG = np.random.default_rng(41)
+STEPS, BATCH, INPUTS, HIDDEN = 9, 16, 8, 64
+XS = RNG.standard_normal((STEPS, BATCH, INPUTS)).astype(np.float32)
+WX = (RNG.standard_normal((INPUTS, HIDDEN)) * 0.4).astype(np.float32)
+WH = (RNG.standard_normal((HIDDEN, HIDDEN)) * 0.2).astype(np.float32)
+B = (RNG.standard_normal(HIDDEN) * 0.3).astype(np.float32)
+
+
+def rnn(x, bias, start=0, stop=STEPS, residual=False):
+    wx, wh = ek.constant(WX), ek.constant(WH)
+
+    def body(t, h):
+        new = ek.tanh(ek.matmul(x[t], wx) + ek.matmul(h, wh) + bias)
+        return t + 1, (h + new if residual else new)
+    return ek.while_loop(lambda t, h: t < stop, body, [ek.constant(start), ek.zeros((BATCH, HIDDEN))])[1]
+
+
+def numpy_rnn(xs, start=0, stop=STEPS, residual=False):
+    h = np.zeros((BATCH, HIDDEN), np.float32)
+    for t in range(start, stop):
+        new = tanh32_numpy(np.matmul(xs[t], WX) + np.dot(h, WH) + B)
+        h = h + new if residual else new
+    return h
+
+
+def session(on, feed=XS, options=None, **kw):
+    """`(h, the loop's generated sources)` of the RNN in a new graph generated with the compiled loop `on`."""
+    was = compiled_loop.ENABLED
+    compiled_loop.ENABLED = on
+    try:
+        g = gr.Graph()
+        with g.as_default():
+            x, bias = gr.placeholder("float32", XS.shape), gr.placeholder("float32", B.shape)
+            h = rnn(x, bias, **kw)
+        with gr.Session(graph=g) as sess:
+            got = sess.run(h, {x: feed, bias: B}, options=options)
+        body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
+        return got, [p.source for p in compiled_plans(body, "loop")]
+    finally:
+        compiled_loop.ENABLED = was
+
+
+@pytest.mark.parametrize("start, stop, residual", [(0, STEPS, False), (3, 7, False), (5, 5, False),
+                                                   (0, STEPS, True)])
+def test_compiled_loop_has_the_python_loops_bits(start, stop, residual):
+    got, sources = session(True, start=start, stop=stop, residual=residual)
+    assert any("_cl" in s for s in sources)
+    want, others = session(False, start=start, stop=stop, residual=residual)
+    assert not any("_cl" in s for s in others)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(got, numpy_rnn(XS, start, stop, residual))
+
+
+def test_compiled_loop_under_function():
+    traced = function(lambda x, bias: rnn(x, bias))
+    np.testing.assert_array_equal(traced(XS, B).numpy(), numpy_rnn(XS))
+
+
+def counting(monkeypatch):
+    """The results of the compiled loop's calls, from the loops generated after this."""
+    results = []
+    make = compiled_loop.loop_call
+
+    def wrapped(spec):
+        call = make(spec)
+
+        def count(*args):
+            results.append(call(*args))
+            return results[-1]
+        return count
+    monkeypatch.setattr(compiled_loop, "loop_call", wrapped)
+    return results
+
+
+def test_operands_it_was_not_compiled_for_run_the_python_loop(monkeypatch):
+    strided = np.stack([XS, -XS], axis=3)[..., 0]                     # XS, not contiguous
+    assert not strided.flags.c_contiguous and np.array_equal(strided, XS)
+    results = counting(monkeypatch)
+    got, _ = session(True, feed=strided)
+    np.testing.assert_array_equal(got, numpy_rnn(XS))
+    assert results == [None]           # the loop got the strided feed and refused it
+    got, _ = session(True)
+    assert results[-1] is not None
+    np.testing.assert_array_equal(got, numpy_rnn(XS))
+
+
+def test_a_step_with_a_deadline_runs_the_python_loop(monkeypatch):
+    results = counting(monkeypatch)
+    got, _ = session(True, options=gr.RunOptions(timeout_in_ms=60_000))
+    assert results == []
+    np.testing.assert_array_equal(got, numpy_rnn(XS))
+    got, _ = session(True)
+    assert len(results) == 1 and results[0] is not None
+    np.testing.assert_array_equal(got, numpy_rnn(XS))
+
+
+def test_without_numpys_sgemm_the_python_loop_is_generated(monkeypatch):
+    monkeypatch.setattr(compiled_loop, "_BLAS", [None])
+    got, sources = session(True)
+    assert not any("_cl" in s for s in sources)
+    np.testing.assert_array_equal(got, numpy_rnn(XS))
+
+
+def test_a_blas_call_with_other_bits_is_refused():
+    def wrong(order, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        out = np.ctypeslib.as_array((np.ctypeslib.ctypes.c_float * (m * n)).from_address(c))
+        out[:] = 0.0
+    assert compiled_loop._same_bits(compiled_loop.blas())
+    assert not compiled_loop._same_bits(wrong)
