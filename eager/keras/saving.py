@@ -81,4 +81,4 @@ def load_weights(model, path) -> None:
             raise ValueError(f"load_weights: saved weight {saved_path!r} ({a.dtype.name}{list(a.shape)}) does "
                              f"not fit {w.path!r} ({w.dtype.name}{w.shape.as_list()})")
     for w, (_, a) in zip(weights, saved):
-        w.assign(a)
+        w.replace_stored_array(a)            # the array read from the file is ours: no second copy of the model

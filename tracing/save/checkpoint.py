@@ -198,6 +198,6 @@ def restore_checkpoint(obj, path: str, strict: bool = True, assign=None) -> Rest
         assign([(var, v) for _, var, v in todo])
     for p, var, v in todo:
         if assign is None:
-            var.assign(v)
+            var.replace_stored_array(v)      # the array read from the file is ours: no second copy of the model
         status.restored.append(p)
     return status
