@@ -25,12 +25,20 @@ first finds the library, that its calls match `np.dot`'s and `np.matmul`'s
 bits on a few shapes, and is off otherwise (another BLAS, or no library
 found: the Python loop runs).
 
-Scope: a counted loop with the counter substituted (counter.py), nothing
-saved (no gradient), two loop variables (the counter and the state `h`), and
-a body of exactly: a read of row `t` of a captured buffer, its product with a
+A loop that saves its iterations for a gradient (loop_plan.py's `hist`) gets
+every iteration's state in one stacked array, and builds the history in
+Python as the Python loop saves it: per iteration the next state (a row of
+the stacked array: a view, which only the gradient's walk reads), row `t`
+of the buffer (the view the read returns), the counter (stepped by the same
+NumPy add) and the previous state; the loop's result `h` is a copy of the
+last row.
+
+Scope: a counted loop (counter.py), two loop variables (the counter and the
+state `h`), saving nothing or only those four kinds of values, and a body of
+exactly: a read of row `t` of a captured buffer, its product with a
 captured weight, `h @ W` with a captured `W` (the scratch product), and one
 compiled fused kernel reading those products, `h` and captures, whose result
-is the next `h`.  The per-run checks (`_call`): every operand a C-contiguous,
+is the next `h`.  The per-run checks (`loop_call`): every operand a C-contiguous,
 aligned float32 array of the shapes compiled for.  The compiled loop has no
 deadline check, so it runs only when the step has no deadline (deadline.py).
 
@@ -66,14 +74,17 @@ class Spec(NamedTuple):
     roles: tuple          # per fused input: "row", "mm", "h" or a capture position
     fused: Callable       # loop_kernels' wrapper (its `kern`, `want`)
     shapes: tuple         # static (B, I, N, K, H): rows, step input width, its product's, state's, product's
+    saves: tuple          # per saved value: "new" (the next h), "read" (row t), "count" (the counter), "h"
+    counter: int          # the counter's loop variable
+    stepped: bool         # the counter is a loop variable stepped each iteration (not substituted)
 
 
-def find(bplan, count, n: int, saved: bool, counted: dict, rows: dict, scratch: dict, compiled: dict,
+def find(bplan, count, n: int, counted: dict, rows: dict, scratch: dict, compiled: dict,
          skipped=()) -> Optional[Spec]:
     """The compiled loop's description of a body (module docstring), or None.  `counted`: the counter's reads;
     `rows`: row_products.find's pairs; `scratch`: scratch_products.find's products; `compiled`: {step index:
     loop_kernels wrapper}; `skipped`: steps the loop does not compute (the counter's index packs)."""
-    if count is None or not count.substitute or saved or n != 2 or len(rows) != 1 or len(scratch) != 1:
+    if count is None or n != 2 or len(rows) != 1 or len(scratch) != 1:
         return None
     if not ENABLED or len(compiled) != 1 or blas() is None:
         return None
@@ -101,9 +112,12 @@ def find(bplan, count, n: int, saved: bool, counted: dict, rows: dict, scratch: 
     if roles.count("row") != 1 or roles.count("mm") != 1:
         return None
     shapes = _shapes(bplan.steps[ri], mm)
-    if shapes is None:
+    kinds = {step.outputs[0]: "new", bplan.steps[gi].outputs[0]: "read", count.var: "count", state: "h"}
+    saves = tuple(kinds.get(r.vid) if r.kind == "value" else None for r in bplan.returns[n:])
+    if shapes is None or None in saves:
         return None
-    return Spec(state, buf - n, w_row - n, mm.inputs[1] - n, tuple(roles), fused, shapes)
+    return Spec(state, buf - n, w_row - n, mm.inputs[1] - n, tuple(roles), fused, shapes, saves, count.var,
+                not count.substitute)
 
 
 def _shapes(row_step, mm_step) -> Optional[tuple]:
@@ -119,24 +133,37 @@ def _shapes(row_step, mm_step) -> Optional[tuple]:
     return (b, i, n, k, h) if (i, b, k) == (i2, b2, k2) else None
 
 
-def emit(spec: Spec, em, state_reg: str, cap_regs: list) -> list:
-    """The lines before a counted loop's `for t in range(tb, end)` (module docstring)."""
-    call = em.bind("_cl", loop_call(spec))
+def emit(spec: Spec, em, cap_regs: list, one) -> list:
+    """The lines before a counted loop's `for t in range(tb, end)` (module docstring); `one`: the counter's
+    step constant."""
+    saving = bool(spec.saves)
+    call = em.bind("_cl", loop_call(spec, saving))
     caps = ", ".join(cap_regs[j] for j in _cap_args(spec))
-    args = f"{cap_regs[spec.buffer]}, {cap_regs[spec.w_row]}, {cap_regs[spec.w_state]}, {state_reg}, t0, end"
-    return ["tb = t0",
-            "if dl is None and rd and t0 < end:",
-            f"    hc = {call}({args}{', ' + caps if caps else ''})",
-            f"    if hc is not None: {state_reg} = hc; tb = end"]
+    h, c = f"v{spec.state}", f"v{spec.counter}"
+    args = f"{cap_regs[spec.buffer]}, {cap_regs[spec.w_row]}, {cap_regs[spec.w_state]}, {h}, t0, end"
+    lines = ["tb = t0",
+             "if dl is None and rd and t0 < end:",
+             f"    hc = {call}({args}{', ' + caps if caps else ''})"]
+    if not saving:
+        return lines + [f"    if hc is not None: {h} = hc; tb = end"]
+    # the history as the Python loop saves it: row t of the states (hc, stacked), the row read, the counter
+    items = {"new": "hc[t - t0]", "read": f"{cap_regs[spec.buffer]}[t]", "count": c, "h": h}
+    saved = ", ".join(items[k] for k in spec.saves)
+    step = f"; {c} = {c} + {em.bind('s', one)}" if spec.stepped else ""
+    return lines + ["    if hc is not None:",
+                    "        for t in range(t0, end):",
+                    f"            hist.append(({saved},)); {h} = hc[t - t0]{step}",
+                    f"        {h} = hc[end - t0 - 1].copy(); i = end - t0; tb = end"]
 
 
 def _cap_args(spec: Spec) -> list:
     return [r for r in spec.roles if not isinstance(r, str)]
 
 
-def loop_call(spec: Spec) -> Callable:
-    """`call(buffer, w_row, w_state, h, t0, end, *captures)`: the compiled loop's result `h`, or None when an
-    operand is not a C-contiguous aligned float32 array of the compiled shapes."""
+def loop_call(spec: Spec, saving: bool = False) -> Callable:
+    """`call(buffer, w_row, w_state, h, t0, end, *captures)`: the compiled loop's result `h` (with `saving`,
+    every iteration's, stacked), or None when an operand is not a C-contiguous aligned float32 array of the
+    compiled shapes."""
     run = _compiled(spec.roles, spec.fused.kern)
     b, i, n, k, h = spec.shapes
     want = spec.fused.want
@@ -149,8 +176,9 @@ def loop_call(spec: Spec) -> Callable:
                 and all(_ok(a) and a.shape == s for a, s in zip(caps, cap_want))):
             return None
         block = np.empty((min(row_products.MAX_BLOCK, end - t0), b, n), _F32)
-        return run(buffer, w_row, w_state, state, t0, end, block, np.empty((b, h), _F32),
-                   np.empty((b, h), _F32), np.empty((b, h), _F32), *caps)
+        states = np.empty((end - t0 if saving else 2, b, h), _F32)
+        last = run(buffer, w_row, w_state, state, t0, end, block, np.empty((b, h), _F32), states, *caps)
+        return states if saving else last.copy()
     # numba compiles on the first call: here, while the plan is built, not in the loop's first run
     call(np.zeros((1, b, i), _F32), *(np.zeros(s, _F32) for s in fixed), 0, 1,
          *(np.zeros(s, _F32) for s in cap_want))
@@ -176,9 +204,9 @@ def _compiled(roles: tuple, kern) -> Callable:
 
 
 # the step input's products a block of rows at a time, then per iteration `h @ Wh` into `m` and the cell
-# into the buffer `h` is not (o0 and o1 in turn: the cell may read `h`)
+# into the next row of `hs`: all of them (a history), or two in turn (the cell may read `h`)
 _SOURCE = '''
-def run(buf, wx, wh, h, t0, end, blk, m, o0, o1{caps}):
+def run(buf, wx, wh, h, t0, end, blk, m, hs{caps}):
     b = buf.shape[1]; i = buf.shape[2]; n = wx.shape[1]; k = wh.shape[0]; hh = wh.shape[1]
     one = f32(1.0); zero = f32(0.0)
     nb = blk.shape[0]
@@ -190,7 +218,7 @@ def run(buf, wx, wh, h, t0, end, blk, m, o0, o1{caps}):
                 sgemm(101, 111, 111, b, n, i, one, buf[t + r].ctypes.data, i, wx.ctypes.data, n, zero,
                       blk[r].ctypes.data, n)
         sgemm(101, 111, 111, b, hh, k, one, h.ctypes.data, k, wh.ctypes.data, hh, zero, m.ctypes.data, hh)
-        o = o0 if (t - t0) % 2 == 0 else o1
+        o = hs[(t - t0) % hs.shape[0]]
         kern({args}, o)
         h = o
     return h

@@ -175,10 +175,10 @@ def _generate(cplan: Plan, bplan: Plan, n: int, has_max: bool, saved_names: tupl
     init += broadcast_captures.rewrites(bplan, em, captured, inputs, rewrite, skip=compiled)
     if count is not None and count.substitute:
         rewrite[count.step_index] = lambda line, regs_in, targets: []     # computed once after the loop
-    fast = compiled_loop.find(bplan, count, n, save, counted, pairs, products, compiled, packs)
+    fast = compiled_loop.find(bplan, count, n, counted, pairs, products, compiled, packs)
     if fast is not None:
         # the whole loop as one compiled call when it may run (compiled_loop.py), from `tb`
-        init += compiled_loop.emit(fast, em, f"v{fast.state}", names[n:])
+        init += compiled_loop.emit(fast, em, names[n:], count.one)
         lines[-1] = ("for t in range(tb, end):", None)
     lines[-1:-1] = [(text, None) for text in init]
     body = emit_steps(bplan, em, breg, regs, keep=frozenset(keep), rewrite=rewrite)

@@ -24,13 +24,15 @@ WH = (RNG.standard_normal((HIDDEN, HIDDEN)) * 0.2).astype(np.float32)
 B = (RNG.standard_normal(HIDDEN) * 0.3).astype(np.float32)
 
 
-def rnn(x, bias, start=0, stop=STEPS, residual=False):
+def rnn(x, bias, start=0, stop=STEPS, residual=False, array=False):
+    """`(t, h)` after the loop; the step input is `x[t]`, or with `array` a TensorArray's `read(t)`."""
     wx, wh = ek.constant(WX), ek.constant(WH)
+    rows = ek.TensorArray("float32", size=STEPS).unstack(x) if array else None
 
     def body(t, h):
-        new = ek.tanh(ek.matmul(x[t], wx) + ek.matmul(h, wh) + bias)
+        new = ek.tanh(ek.matmul(rows.read(t) if array else x[t], wx) + ek.matmul(h, wh) + bias)
         return t + 1, (h + new if residual else new)
-    return ek.while_loop(lambda t, h: t < stop, body, [ek.constant(start), ek.zeros((BATCH, HIDDEN))])[1]
+    return ek.while_loop(lambda t, h: t < stop, body, [ek.constant(start), ek.zeros((BATCH, HIDDEN))])
 
 
 def numpy_rnn(xs, start=0, stop=STEPS, residual=False):
@@ -41,17 +43,21 @@ def numpy_rnn(xs, start=0, stop=STEPS, residual=False):
     return h
 
 
-def session(on, feed=XS, options=None, **kw):
-    """`(h, the loop's generated sources)` of the RNN in a new graph generated with the compiled loop `on`."""
+def session(on, feed=XS, options=None, with_grads=False, **kw):
+    """`(h, the loop's generated sources)` of the RNN in a new graph generated with the compiled loop `on`;
+    `with_grads`: `([t, h, d/dWx, d/dWh, d/db], sources)` (the forward loop saves its iterations)."""
     was = compiled_loop.ENABLED
     compiled_loop.ENABLED = on
     try:
         g = gr.Graph()
         with g.as_default():
             x, bias = gr.placeholder("float32", XS.shape), gr.placeholder("float32", B.shape)
-            h = rnn(x, bias, **kw)
+            t, h = rnn(x, bias, **kw)
+            weights = [op.outputs[0] for op in g.get_operations() if op.type == "Const"
+                       and op.outputs[0].shape.rank == 2][:2]
+            fetch = [t, h] + gr.gradients(ek.reduce_sum(h * h), weights + [bias]) if with_grads else h
         with gr.Session(graph=g) as sess:
-            got = sess.run(h, {x: feed, bias: B}, options=options)
+            got = sess.run(fetch, {x: feed, bias: B}, options=options)
         body = next(o for o in g.get_operations() if o.type in ("While", "StatelessWhile")).get_attr("body")
         return got, [p.source for p in compiled_plans(body, "loop")]
     finally:
@@ -69,8 +75,21 @@ def test_compiled_loop_has_the_python_loops_bits(start, stop, residual):
     np.testing.assert_array_equal(got, numpy_rnn(XS, start, stop, residual))
 
 
+@pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
+def test_the_loop_saving_its_iterations_gives_the_same_gradients_and_counter(start, stop):
+    # TensorArray reads: the gradient of `x[t]` would save its index and slice bounds too, which the
+    # compiled loop does not make
+    got, sources = session(True, with_grads=True, start=start, stop=stop, array=True)
+    assert any("_cl" in s and "hist.append((hc[" in s for s in sources)
+    want, _ = session(False, with_grads=True, start=start, stop=stop, array=True)
+    assert got[0] == want[0] == stop and got[0].dtype == want[0].dtype
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(got[1], numpy_rnn(XS, start, stop))
+
+
 def test_compiled_loop_under_function():
-    traced = function(lambda x, bias: rnn(x, bias))
+    traced = function(lambda x, bias: rnn(x, bias)[1])
     np.testing.assert_array_equal(traced(XS, B).numpy(), numpy_rnn(XS))
 
 
@@ -79,8 +98,8 @@ def counting(monkeypatch):
     results = []
     make = compiled_loop.loop_call
 
-    def wrapped(spec):
-        call = make(spec)
+    def wrapped(*spec):
+        call = make(*spec)
 
         def count(*args):
             results.append(call(*args))
