@@ -261,17 +261,17 @@ def _loaded_blas_paths() -> list:
 
 
 def _same_bits(fn) -> bool:
-    """Whether `fn` called as the compiled loop calls it gives `np.dot`'s and `np.matmul`'s bits."""
-    def product(a, b, out):
-        m, k = a.shape
-        n = b.shape[1]
-        fn(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0, out.ctypes.data, n)
-        return out
+    """Whether `fn` called as the compiled loops call it gives `np.dot`'s and `np.matmul`'s bits: `a @ b`
+    and (compiled_walk.py) `a @ w.T` of C-contiguous matrices."""
     rng = np.random.default_rng(0)
     for m, k, n in ((16, 64, 64), (16, 32, 64), (7, 33, 5), (64, 128, 96), (2, 2, 2)):
         a = rng.standard_normal((m, k)).astype(_F32)
         b = rng.standard_normal((k, n)).astype(_F32)
-        got = product(a, b, np.empty((m, n), _F32))
-        if not (np.array_equal(got, np.dot(a, b)) and np.array_equal(got, np.matmul(a, b))):
+        w = np.ascontiguousarray(b.T)
+        got, got_t = np.empty((m, n), _F32), np.empty((m, n), _F32)
+        fn(101, 111, 111, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, n, 0.0, got.ctypes.data, n)
+        fn(101, 111, 112, m, n, k, 1.0, a.ctypes.data, k, w.ctypes.data, k, 0.0, got_t.ctypes.data, n)
+        if not (np.array_equal(got, np.dot(a, b)) and np.array_equal(got, np.matmul(a, b))
+                and np.array_equal(got_t, np.dot(a, w.T)) and np.array_equal(got_t, np.matmul(a, w.T))):
             return False
     return True

@@ -41,7 +41,7 @@ import numpy as np
 
 from ..codegen import Emitter, Registers, build, emit_steps, return_items
 from ..plan import Plan, Schedule
-from . import scratch_products, summed_products
+from . import compiled_walk, scratch_products, summed_products
 from .plans import body_plan, cached
 
 
@@ -80,12 +80,20 @@ def _generate(plan: Plan, feeds: tuple, n_dy: int, n_extra: int) -> Plan:
     # names: d* e* x* acc* own* s t g n hist are ours; the Emitter's closure names are c*, k*, a*, s<n>, _*
     lines: list = [(f"acc{c} = None; own{c} = False", None) for c in range(n_acc)]
     deferred = summed_products.find(plan, n_dy)
-    rewrite, before, after = summed_products.rewrites(plan, em, deferred)
-    carried, scratch = scratch_products.rewrites(plan, em, found=scratch_products.find_carried(plan, n_dy, rewrite))
+    rewrite, before, after, listed = summed_products.rewrites(plan, em, deferred)
+    products = scratch_products.find_carried(plan, n_dy, rewrite)
+    carried, scratch = scratch_products.rewrites(plan, em, found=products)
     rewrite.update(carried)
     lines.extend(before)
     lines.extend((text, None) for text in scratch)
-    lines.append(("for t in range(n - 1, -1, -1):", None))
+    fast = compiled_walk.find(plan, feeds, n_dy, n_extra, deferred, products, listed)
+    if fast is None:
+        lines.append(("for t in range(n - 1, -1, -1):", None))
+    else:
+        # the whole walk as one compiled call when its operands allow (compiled_walk.py), else from `tw`
+        lines.extend((text, None) for text in compiled_walk.emit(fast, em))
+        lines.append(("for t in range(tw - 1, -1, -1):", None))
+        after = compiled_walk.after_lines(fast, after)
     inner: list = [("s = hist[t]", None)]
     inner.extend(emit_steps(plan, em, reg, Registers(), keep=keep, rewrite=rewrite or None))
     items = return_items(plan, em, reg)

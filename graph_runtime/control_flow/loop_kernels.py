@@ -65,8 +65,9 @@ _KERNELS: dict = {}          # source -> compiled kernel: numba compiles each di
 MAX_KERNELS = 64
 
 
-def eligible(step) -> Optional[tuple]:
-    """`(program, slot shapes)` of a fused step this module may compile (module docstring), else None."""
+def eligible(step, tanh: bool = True) -> Optional[tuple]:
+    """`(program, slot shapes)` of a fused step this module may compile (module docstring), else None;
+    without `tanh`, also a program without one (compiled_walk.py: the same bits as NumPy's then)."""
     if (step.noop or step.op.type != "FusedElementwise" or step.attrs
             or getattr(step.kernel, "strategy", None) != "numpy"):
         return None
@@ -74,7 +75,7 @@ def eligible(step) -> Optional[tuple]:
     if any(d is None for d in dims):
         return None
     program = step.op.get_attr("program")
-    if (not any(i.fn is np.tanh for i in program.instrs)
+    if ((tanh and not any(i.fn is np.tanh for i in program.instrs))
             or any(i.kind != "ufunc" or i.fn not in _OPS for i in program.instrs)
             or any(program.dtypes[s] != _F32 for s in program.dtypes)
             or any(s not in {i.out for i in program.instrs} for s in program.outputs)
@@ -100,7 +101,17 @@ def usable() -> bool:
 
 def compile_step(step) -> Optional[Callable]:
     """`fused(*inputs)`: the step's program as one compiled call, or None (module docstring)."""
-    found = eligible(step)
+    found = compile_kernel(step)
+    if found is None:
+        return None
+    kern, program, shapes, src = found
+    return _wrapper(program, shapes, kern, step.kernel, src)
+
+
+def compile_kernel(step, tanh: bool = True) -> Optional[tuple]:
+    """`(kern, program, shapes, source)`: the step's program compiled as `kern(*inputs, *consts, *outputs)`
+    (scalar inputs as NumPy float32 scalars, consts in sorted slot order), or None (`eligible`)."""
+    found = eligible(step, tanh)
     if found is None or not usable():
         return None
     program, shapes = found
@@ -114,7 +125,7 @@ def compile_step(step) -> Optional[Callable]:
         if len(_KERNELS) >= MAX_KERNELS:
             _KERNELS.clear()
         kern = _KERNELS.setdefault(src, _compiled_now(native.jit(ns["kern"]), program, shapes))
-    return _wrapper(program, shapes, kern, step.kernel, src)
+    return kern, program, shapes, src
 
 
 def _compiled_now(kern, program, shapes):

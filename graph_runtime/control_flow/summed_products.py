@@ -126,8 +126,9 @@ def find(plan, n_dy: int) -> dict:
 
 
 def rewrites(plan, em, found: dict) -> tuple:
-    """`(rewrite, before, after)`: the `emit_steps` rewrites keeping the deferred terms' operands, the lines
-    making their lists before the walk, and the lines computing the sums after it."""
+    """`(rewrite, before, after, listed)`: the `emit_steps` rewrites keeping the deferred terms' operands, the
+    lines making their lists before the walk, the lines computing the sums after it, and {operand value id:
+    its list's name}."""
     listed: dict = {}             # operand value id -> list name
     rewrite: dict = {}
     sums: list = []
@@ -154,7 +155,7 @@ def rewrites(plan, em, found: dict) -> tuple:
             else:
                 call = f"{em.bind('_red', np.add.reduce, share=True)}({ops[0]}, 0)"
             after.append((f"    acc{c} = {call}", si))
-    return rewrite, before, after
+    return rewrite, before, after, listed
 
 
 def stacked(arrays: list) -> np.ndarray:

@@ -1,14 +1,15 @@
-"""An RNN-shaped counted While runs as one compiled call (control_flow/compiled_loop.py): the same bits as
-the Python loop it replaces (the graph generated with it off) in a Session and under `@function`, for
-partial and empty ranges, a cell reading `h`, operands it was not compiled for (the Python loop runs) and
-a step with a deadline (the Python loop runs, checking it).  Needs numba (the [native] extra)."""
+"""An RNN-shaped counted While and its backward walk run as one compiled call each (control_flow/
+compiled_loop.py, compiled_walk.py): the same bits as the Python loop and walk they replace (the graph
+generated with them off) in a Session and under `@function`, for partial and empty ranges, a cell reading
+`h`, operands they were not compiled for (the Python loop or walk runs) and a step with a deadline (the
+Python loop runs, checking it).  Needs numba (the [native] extra)."""
 import numpy as np
 import pytest
 
 import eager as ek
 import graph_runtime as gr
 from eager import native
-from graph_runtime.control_flow import compiled_loop
+from graph_runtime.control_flow import compiled_loop, compiled_walk
 from graph_runtime.control_flow.plans import compiled_plans
 from graph_runtime.fusion.fast_tanh import tanh32_numpy
 from tracing import function
@@ -144,3 +145,26 @@ def test_a_blas_call_with_other_bits_is_refused():
         out[:] = 0.0
     assert compiled_loop._same_bits(compiled_loop.blas())
     assert not compiled_loop._same_bits(wrong)
+
+
+@pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
+def test_the_backward_walk_runs_compiled_with_the_python_walks_bits(monkeypatch, start, stop):
+    specs, results = [], []
+    make = compiled_walk.walk_call
+
+    def wrapped(spec):
+        specs.append(spec)
+        call = make(spec)
+        return lambda *args: results.append(call(*args)) or results[-1]
+    monkeypatch.setattr(compiled_walk, "walk_call", wrapped)
+    got, _ = session(True, with_grads=True, start=start, stop=stop, array=True)
+    assert len(results) == 1 and results[0][1] is not None
+    monkeypatch.setattr(compiled_walk, "ENABLED", False)
+    want, _ = session(True, with_grads=True, start=start, stop=stop, array=True)
+    assert len(results) == 1
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    # a weight of another layout than compiled for: refused (the Python walk runs)
+    d0, dz = make(specs[0])(np.zeros((3, BATCH, HIDDEN), np.float32), np.ones((BATCH, HIDDEN), np.float32),
+                            np.asfortranarray(WH))
+    assert dz is None and np.array_equal(d0, np.ones((BATCH, HIDDEN)))
