@@ -114,10 +114,19 @@ def find(bplan, count, n: int, counted: dict, rows: dict, scratch: dict, compile
     shapes = _shapes(bplan.steps[ri], mm)
     kinds = {step.outputs[0]: "new", bplan.steps[gi].outputs[0]: "read", count.var: "count", state: "h"}
     saves = tuple(kinds.get(r.vid) if r.kind == "value" else None for r in bplan.returns[n:])
-    if shapes is None or None in saves:
+    if shapes is None or None in saves or not _fits(fused, roles, shapes):
         return None
     return Spec(state, buf - n, w_row - n, mm.inputs[1] - n, tuple(roles), fused, shapes, saves, count.var,
                 not count.substitute)
+
+
+def _fits(fused, roles, shapes) -> bool:
+    """Whether the kernel was compiled for the shapes the loop hands it (numba checks no index): the products
+    and `h` as they are, its result the next `h` (so `h @ Wh` keeps its shape)."""
+    b, i, n, k, h = shapes
+    wanted = {"row": (b, n), "mm": (b, h), "h": (b, k)}
+    return (h == k and fused.full == (b, k)
+            and all(fused.want[j] == wanted[r] for j, r in enumerate(roles) if isinstance(r, str)))
 
 
 def _shapes(row_step, mm_step) -> Optional[tuple]:

@@ -161,7 +161,7 @@ def _wrapper(program, shapes, kern, numpy_kernel, src) -> Callable:
     fused.source = src
     # for compiled_loop.py, which calls `kern` itself: only kernels taking arrays and nothing else
     plain = not program.consts and all(shapes[s] for s in program.input_slots)
-    fused.kern, fused.want = (kern, want) if plain else (None, None)
+    fused.kern, fused.want, fused.full = (kern, want, full) if plain else (None, None, None)
     return fused
 
 

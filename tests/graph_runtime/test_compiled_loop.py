@@ -168,3 +168,17 @@ def test_the_backward_walk_runs_compiled_with_the_python_walks_bits(monkeypatch,
     d0, dz = make(specs[0])(np.zeros((3, BATCH, HIDDEN), np.float32), np.ones((BATCH, HIDDEN), np.float32),
                             np.asfortranarray(WH))
     assert dz is None and np.array_equal(d0, np.ones((BATCH, HIDDEN)))
+
+
+def test_a_kernel_compiled_for_other_shapes_than_the_loop_hands_it_is_not_used():
+    # numba checks no index: a cell compiled for other shapes would read or write past its arrays
+    class Cell:
+        full, want = (16, 64), ((16, 64), (16, 64), (64,))
+    shapes = (16, 8, 64, 64, 64)          # B, I, N, K, H
+    assert compiled_loop._fits(Cell, ("row", "mm", 0), shapes)
+    Cell.full = (16, 32)
+    assert not compiled_loop._fits(Cell, ("row", "mm", 0), shapes)
+    Cell.full, Cell.want = (16, 64), ((16, 64), (1, 64), (64,))
+    assert not compiled_loop._fits(Cell, ("row", "mm", 0), shapes)
+    Cell.want = ((16, 64), (16, 64), (64,))
+    assert not compiled_loop._fits(Cell, ("row", "mm", 0), (16, 8, 64, 32, 64))
