@@ -169,17 +169,25 @@ def test_cost_model_picks_are_valid_cached_and_forcing_is_checked():
 
 # ------------------------------------------------------------------ max-pool gradients: first max wins
 def ref_max_pool_grads(x, dy, g, k, s, padding):
-    """(MaxPoolGrad, MaxPoolGradGrad) by loops: each window's first maximum (row-major) is the one routed."""
+    """(MaxPoolGrad, MaxPoolGradGrad) by loops: each window's first maximum (row-major) is the one routed.
+
+    Where windows overlap, an input element can receive several windows' gradients; they are summed tap
+    by tap (every window whose maximum sits at tap (0, 0), then (0, 1), ...), the kernel's order, so that
+    the comparison is bitwise in float16 too (another order rounds differently)."""
     (oh, pt, _), (ow, pl, _) = geometry(x.shape[1:3], (k, k), (s, s), (1, 1), padding, "ref")
     dx, gg = np.zeros(x.shape, dy.dtype), np.zeros(dy.shape, g.dtype)
+    routed = {}                                      # tap -> [(input element, window)]
     for b, i, j, c in itertools.product(range(x.shape[0]), range(oh), range(ow), range(x.shape[3])):
         best = None
         for a, e in itertools.product(range(k), range(k)):
             r, q = i * s + a - pt, j * s + e - pl
             if 0 <= r < x.shape[1] and 0 <= q < x.shape[2] and (best is None or x[b, r, q, c] > x[b, best[0], best[1], c]):
-                best = (r, q)
-        dx[b, best[0], best[1], c] += dy[b, i, j, c]
+                best, tap = (r, q), (a, e)
+        routed.setdefault(tap, []).append(((b, best[0], best[1], c), (b, i, j, c)))
         gg[b, i, j, c] = g[b, best[0], best[1], c]
+    for tap in sorted(routed):
+        for element, window in routed[tap]:
+            dx[element] += dy[window]
     return dx, gg
 
 
