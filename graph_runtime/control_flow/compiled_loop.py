@@ -26,12 +26,15 @@ bits on a few shapes, and is off otherwise (another BLAS, or no library
 found: the Python loop runs).
 
 A loop that saves its iterations for a gradient (loop_plan.py's `hist`) gets
-every iteration's state in one stacked array, and builds the history in
-Python as the Python loop saves it: per iteration the next state (a row of
-the stacked array: a view, which only the gradient's walk reads), row `t`
-of the buffer (the view the read returns), the counter (stepped by the same
-NumPy add) and the previous state; the loop's result `h` is a copy of the
-last row.
+every iteration's state in one stacked array, in the backward walk's order
+(row `n - 1 - j` the state after iteration `j`, row `n` a copy of the first
+state), and builds the history in Python as the Python loop saves it: per
+iteration the next state (a row of the stacked array: a view, which only the
+gradient's walk reads), row `t` of the buffer (the view the read returns),
+the counter (stepped by the same NumPy add) and the previous state; the
+loop's result `h` is a copy of row 0.  The history is a `StackedHistory`
+(stacked_history.py) holding the array, from which the compiled walk takes
+the saved states without stacking them again.
 
 Scope: a counted loop (counter.py), two loop variables (the counter and the
 state `h`), saving nothing or only those four kinds of values, and a body of
@@ -57,6 +60,7 @@ from eager import native
 
 from .. import generated_source
 from . import row_products
+from .stacked_history import StackedHistory
 
 _F32 = np.dtype(np.float32)
 _SYMBOLS = (("scipy_cblas_sgemm64_", ctypes.c_int64), ("cblas_sgemm64_", ctypes.c_int64),
@@ -156,13 +160,15 @@ def emit(spec: Spec, em, cap_regs: list, one) -> list:
     if not saving:
         return lines + [f"    if hc is not None: {h} = hc; tb = end"]
     # the history as the Python loop saves it: row t of the states (hc, stacked), the row read, the counter
-    items = {"new": "hc[t - t0]", "read": f"{cap_regs[spec.buffer]}[t]", "count": c, "h": h}
+    buf = cap_regs[spec.buffer]
+    items = {"new": "hc[end - 1 - t]", "read": f"{buf}[t]", "count": c, "h": h}
     saved = ", ".join(items[k] for k in spec.saves)
     step = f"; {c} = {c} + {em.bind('s', one)}" if spec.stepped else ""
     return lines + ["    if hc is not None:",
+                    f"        hist = {em.bind('_sh', StackedHistory)}(hc, {buf}, t0, {spec.saves!r})",
                     "        for t in range(t0, end):",
-                    f"            hist.append(({saved},)); {h} = hc[t - t0]{step}",
-                    f"        {h} = hc[end - t0 - 1].copy(); i = end - t0; tb = end"]
+                    f"            hist.append(({saved},)); {h} = hc[end - 1 - t]{step}",
+                    f"        {h} = hc[0].copy(); i = end - t0; tb = end"]
 
 
 def _cap_args(spec: Spec) -> list:
@@ -171,8 +177,8 @@ def _cap_args(spec: Spec) -> list:
 
 def loop_call(spec: Spec, saving: bool = False) -> Callable:
     """`call(buffer, w_row, w_state, h, t0, end, *captures)`: the compiled loop's result `h` (with `saving`,
-    every iteration's, stacked), or None when an operand is not a C-contiguous aligned float32 array of the
-    compiled shapes."""
+    every iteration's stacked in reverse and the first state after them: module docstring), or None when
+    an operand is not a C-contiguous aligned float32 array of the compiled shapes."""
     run = _compiled(spec.roles, spec.fused.kern)
     b, i, n, k, h = spec.shapes
     want = spec.fused.want
@@ -185,8 +191,12 @@ def loop_call(spec: Spec, saving: bool = False) -> Callable:
                 and all(_ok(a) and a.shape == s for a, s in zip(caps, cap_want))):
             return None
         block = np.empty((min(row_products.MAX_BLOCK, end - t0), b, n), _F32)
-        states = np.empty((end - t0 if saving else 2, b, h), _F32)
-        last = run(buffer, w_row, w_state, state, t0, end, block, np.empty((b, h), _F32), states, *caps)
+        if saving:
+            states = np.empty((end - t0 + 1, b, h), _F32)
+            states[end - t0] = state
+        else:
+            states = np.empty((2, b, h), _F32)
+        last = run(buffer, w_row, w_state, state, t0, end, block, np.empty((b, h), _F32), states, saving, *caps)
         return states if saving else last.copy()
     # numba compiles on the first call: here, while the plan is built, not in the loop's first run
     call(np.zeros((1, b, i), _F32), *(np.zeros(s, _F32) for s in fixed), 0, 1,
@@ -213,9 +223,9 @@ def _compiled(roles: tuple, kern) -> Callable:
 
 
 # the step input's products a block of rows at a time, then per iteration `h @ Wh` into `m` and the cell
-# into the next row of `hs`: all of them (a history), or two in turn (the cell may read `h`)
+# into a row of `hs`: all of them in reverse (`rev`: a history), or two in turn (the cell may read `h`)
 _SOURCE = '''
-def run(buf, wx, wh, h, t0, end, blk, m, hs{caps}):
+def run(buf, wx, wh, h, t0, end, blk, m, hs, rev{caps}):
     b = buf.shape[1]; i = buf.shape[2]; n = wx.shape[1]; k = wh.shape[0]; hh = wh.shape[1]
     one = f32(1.0); zero = f32(0.0)
     nb = blk.shape[0]
@@ -227,7 +237,7 @@ def run(buf, wx, wh, h, t0, end, blk, m, hs{caps}):
                 sgemm(101, 111, 111, b, n, i, one, buf[t + r].ctypes.data, i, wx.ctypes.data, n, zero,
                       blk[r].ctypes.data, n)
         sgemm(101, 111, 111, b, hh, k, one, h.ctypes.data, k, wh.ctypes.data, hh, zero, m.ctypes.data, hh)
-        o = hs[(t - t0) % hs.shape[0]]
+        o = hs[hs.shape[0] - 2 - (t - t0)] if rev else hs[(t - t0) % 2]
         kern({args}, o)
         h = o
     return h

@@ -10,12 +10,16 @@ operands of the sums; the calls' dispatch costs more than their arithmetic at
     if n > 0:
         S = _cws(hist, n, 0)                  # the saved h of each iteration, stacked in walk order
         if S is not None:
-            DZ = ...; d0 = _cw(S, d0, x2, DZ, <scalars>)     # all the iterations in one compiled call
-            L10 = [DZ]; L6 = [hist[t][1] for t in range(n - 1, -1, -1)]; ...; tw = 0
+            d0, DZ = _cw(S, d0, x2)           # all the iterations in one compiled call
+            L10 = [DZ.reshape(-1, 64)]; L6 = [_cwl(hist, n, 1)]; ...; tw = 0
     for t in range(tw - 1, -1, -1): ...      # the Python walk (none of it when compiled)
 
-and the sums after the walk are computed from the lists as before (the
-stacked `dz` is `DZ` itself: `after_lines`).  Inside,
+and the sums after the walk read each list's one array, already stacked in
+walk order (`after_lines`): `DZ` itself, and the saved values stacked once.
+When the forward loop ran compiled, its history (stacked_history.py) holds
+the saved states already stacked in walk order: the walk's `S` and the
+previous states are views of that array, the rows of the step inputs one
+reversed copy.  Inside,
 the fused kernel is loop_kernels.py's compile of the same program (add,
 subtract, multiply, negative, square: each operation NumPy's IEEE operation
 in float32, no fast-math, so the same bits as NumPy's kernel) and the product
@@ -41,7 +45,8 @@ import numpy as np
 from eager import native
 
 from .. import generated_source
-from . import compiled_loop, loop_kernels
+from . import compiled_loop, loop_kernels, summed_products
+from .stacked_history import StackedHistory
 
 _F32 = np.dtype(np.float32)
 _WALKS: dict = {}                 # (roles, kernel) -> compiled walk
@@ -108,7 +113,8 @@ def emit(spec: Spec, em) -> list:
     """The lines before the walk's `for t in range(tw - 1, -1, -1)` (module docstring)."""
     stack = em.bind("_cws", _stacked)
     call = em.bind("_cw", walk_call(spec))
-    fill = [f"{name} = [DZ]" if what == "dz" else f"{name} = [hist[t][{what}] for t in range(n - 1, -1, -1)]"
+    rows = em.bind("_cwl", walk_rows)
+    fill = [f"{name} = [DZ.reshape(-1, {spec.shape[1]})]" if what == "dz" else f"{name} = [{rows}(hist, n, {what})]"
             for name, what in spec.lists.items()]
     return ["tw = n",
             "if n > 0:",
@@ -121,20 +127,34 @@ def emit(spec: Spec, em) -> list:
 
 
 def after_lines(spec: Spec, after: list) -> list:
-    """summed_products' lines after the walk, where the stacked `dz` is `DZ` itself when the walk ran
-    compiled (`tw == 0`): the same rows in the same order, without the copy."""
+    """summed_products' lines after the walk, where each list holds its operand already stacked when the walk
+    ran compiled (`tw == 0`): the same rows in the same order, without stacking again."""
     out = []
     for text, si in after:
-        for name, what in spec.lists.items():
+        for name in spec.lists:
             head = f"    S{name[1:]} = "
-            if what == "dz" and text.startswith(head):
-                text = f"{head}DZ.reshape(-1, {spec.shape[1]}) if tw == 0 else {text[len(head):]}"
+            if text.startswith(head):
+                text = f"{head}{name}[0] if tw == 0 else {text[len(head):]}"
         out.append((text, si))
     return out
 
 
+def walk_rows(hist, n: int, i: int) -> np.ndarray:
+    """`hist[t][i]` for t = n-1 ... 0 (matrices) stacked row-wise: from the compiled loop's stacked states when
+    the history holds them (stacked_history.py), else by copying the rows."""
+    if hist.__class__ is StackedHistory:
+        rows = hist.walk_rows(i, n)
+        if rows is not None:
+            return rows.reshape(-1, rows.shape[-1])
+    return summed_products.stacked([hist[t][i] for t in range(n - 1, -1, -1)])
+
+
 def _stacked(hist, n: int, i: int, shape: tuple):
     """`hist[t][i]` for t = n-1 ... 0 stacked, or None unless each is a float32 array of `shape`."""
+    if hist.__class__ is StackedHistory:
+        rows = hist.walk_rows(i, n)
+        if rows is not None and rows.dtype == _F32 and rows.shape[1:] == shape and rows.flags.c_contiguous:
+            return rows
     rows = [hist[t][i] for t in range(n - 1, -1, -1)]
     if not all(r.__class__ is np.ndarray and r.shape == shape and r.dtype == _F32 for r in rows):
         return None

@@ -11,6 +11,7 @@ import graph_runtime as gr
 from eager import native
 from graph_runtime.control_flow import compiled_loop, compiled_walk
 from graph_runtime.control_flow.plans import compiled_plans
+from graph_runtime.control_flow.stacked_history import StackedHistory
 from graph_runtime.fusion.fast_tanh import tanh32_numpy
 from tracing import function
 
@@ -182,3 +183,43 @@ def test_a_kernel_compiled_for_other_shapes_than_the_loop_hands_it_is_not_used()
     assert not compiled_loop._fits(Cell, ("row", "mm", 0), shapes)
     Cell.want = ((16, 64), (16, 64), (64,))
     assert not compiled_loop._fits(Cell, ("row", "mm", 0), (16, 8, 64, 32, 64))
+
+
+@pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
+def test_the_walk_takes_the_saved_values_from_the_loops_stacked_states(monkeypatch, start, stop):
+    # the saved states (1: the step input's rows, 3: the previous state) and the walk's S are views of the
+    # compiled loop's one array (no copy; the rows one copy), in walk order: each the history's entries
+    # t = n-1 ... 0 stacked, so the sums see the same rows in the same order
+    seen = []
+    rows, make = compiled_walk.walk_rows, compiled_walk.walk_call
+
+    def checked_rows(hist, n, i):
+        got = rows(hist, n, i)
+        np.testing.assert_array_equal(got, np.concatenate([hist[t][i] for t in range(n - 1, -1, -1)]))
+        seen.append((i, hist.__class__ is StackedHistory and got.base is hist.states))
+        return got
+
+    def wrapped(spec):
+        call = make(spec)
+        return lambda stack, *args: seen.insert(0, ("S", stack.base is not None and stack.base.shape[0] ==
+                                                    stop - start + 1)) or call(stack, *args)
+    monkeypatch.setattr(compiled_walk, "walk_rows", checked_rows)
+    monkeypatch.setattr(compiled_walk, "walk_call", wrapped)
+    got, _ = session(True, with_grads=True, start=start, stop=stop, array=True)
+    assert ("S", True) in seen and sorted(seen[1:]) == [(1, False), (3, True)]
+    monkeypatch.setattr(compiled_walk, "ENABLED", False)
+    want, _ = session(True, with_grads=True, start=start, stop=stop, array=True)
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_history_of_another_length_than_its_stack_is_stacked_from_its_entries():
+    states = np.arange(4 * 2 * 3, dtype=np.float32).reshape(4, 2, 3)
+    hist = StackedHistory(states, np.zeros((5, 2, 3), np.float32), 0, ("new", "count"))
+    hist.extend([(states[2], 0), (states[1], 1), (states[0], 2)])
+    np.testing.assert_array_equal(hist.walk_rows(0, 3), states[:3])
+    assert hist.walk_rows(1, 3) is None                      # the counter: not stacked
+    hist.append((states[0], 3))                               # four entries, three stacked states
+    assert hist.walk_rows(0, 4) is None
+    np.testing.assert_array_equal(compiled_walk.walk_rows(hist, 4, 0),
+                                  np.concatenate([states[0], states[0], states[1], states[2]]))
