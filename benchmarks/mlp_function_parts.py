@@ -1,7 +1,7 @@
 """Where the MLP `@function` step's time goes beyond NumPy's: the same step with graphjit's layers taken off.
 
 Four ways to run one SGD step of the 784-256-10 MLP (batch 64, as `bench_summary`'s `@function` row), timed
-in one process in rounds, the order rotated every round, each way on its own parameters (every way takes the
+in one process in rounds, the order shuffled every round, each way on its own parameters (every way takes the
 same number of steps from the same start: the step's speed depends on how far training has gone):
 
 - `numpy`: the hand-written step (`workloads.mlp_step_numpy`), the baseline;
@@ -99,14 +99,16 @@ def variants(toy: bool) -> dict:
 
 
 def measure(fns: dict, rounds: int, clock, calls: int) -> dict:
-    """Per way: the batch times (s per call), in rounds of `calls` calls each, the order rotated every round."""
+    """Per way: the batch times (s per call), in rounds of `calls` calls each, the order shuffled every round
+    (a rotation keeps each way behind the same neighbour, and the way right after `numpy` reads slower)."""
     names = list(fns)
     for f in fns.values():
         for _ in range(30):
             f()
     times: dict = {k: [] for k in names}
-    for r in range(rounds):
-        for k in names[r % len(names):] + names[:r % len(names)]:
+    rng = np.random.default_rng(0)
+    for _ in range(rounds):
+        for k in rng.permutation(names):
             f = fns[k]
             t0 = clock()
             for _ in range(calls):
@@ -133,6 +135,11 @@ def main(argv=None):
         ratios = [a / b for a, b in zip(ts, times["numpy"])]
         q1, q3 = np.percentile(ratios, [25, 75])
         print(f"| {k} | {statistics.median(ts) * 1e6:.1f} us | {statistics.median(ratios):.3f} ({q1:.3f}-{q3:.3f}) |")
+    for a, b in (("function", "plan"), ("plan", "kernels")):
+        if b in times:      # the layers' own cost, paired per round
+            ratios = [p / q for p, q in zip(times[a], times[b])]
+            q1, q3 = np.percentile(ratios, [25, 75])
+            print(f"{a} / {b} per round: {statistics.median(ratios):.3f} ({q1:.3f}-{q3:.3f})")
 
 
 if __name__ == "__main__":

@@ -106,7 +106,8 @@ def load_locked(var):
 
 def read_kernel(var):
     """ReadVariableOp's kernel: the stored array, loaded under the lock; an uninitialized variable raises."""
-    v = load(var)
+    with var._lock:             # `load` inline: one Python frame less on every read in a plan
+        v = var._stored
     if v is None:
         uninitialized(var)
     return v
