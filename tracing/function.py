@@ -105,17 +105,6 @@ class Function:
                     return Tensor(ex.fn(v)[0])
                 except Exception as e:
                     raise ex.map_error(e) from None
-        if not kwargs and self._input_signature is None and len(args) >= self._fill_below:
-            # tensors only, by position (a training step's (x, y)): `call_key` and `_call` inline, the same
-            # key and the same arrays they make for such a call
-            arrays = [a._value for a in args if type(a) is Tensor]
-            if len(arrays) == len(args):
-                cf = self._dispatch.get(tuple([(v.shape, v.dtype) for v in arrays]))
-                if (cf is not None and len(cf.inputs) == len(arrays) and _context.executing_eagerly()
-                        and not _tape_state.any_recording() and not _run_eagerly._run_eagerly):
-                    cf._hits += 1
-                    self._recent.calls += 1
-                    return cf._run(arrays)
         if not _context.executing_eagerly():
             # called while tracing another function: inline this one into the outer graph
             return self._python_callable()(*args, **kwargs)

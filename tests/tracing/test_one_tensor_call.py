@@ -1,4 +1,5 @@
-"""Calls the call path runs inline (one tensor in and out; tensors only, by position) behave like any call.
+"""A call with one tensor argument and one tensor result (the call path's inline branch) behaves like any call;
+so do calls of several tensors by position (a training step's), which take the general path.
 
 `Function.__call__` runs such a call's plan itself; these check that it still counts hits, records on a
 tape, inlines into an outer trace, honours `run_functions_eagerly`, names the failing op, and that a
@@ -74,7 +75,7 @@ def test_kernel_error_names_the_op():
             g(ek.constant(np.zeros(4, np.float32)))
 
 
-# calls with tensors only, by position (the call path's second inline branch): the same guarantees
+# calls with tensors only, by position (a training step's (x, y)): the same guarantees
 
 
 def _two(a, b):
