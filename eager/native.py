@@ -84,48 +84,77 @@ def available() -> bool:
                 except ImportError:
                     numba = False
                 if numba is not False:
-                    _start_compile_clock(numba)
                     numba.typeof(np.empty(1, np.float32))     # its first use imports more (40 ms): start-up too
+                    _load_extensions()
                     _compiled[0] += time.perf_counter() - began      # numba's import (0.5-1 s) is start-up too
+                    _start_compile_clock(numba)          # from here on: what began counts up to here once
                 _state["numba"] = numba
             nb = _state["numba"]
     return nb is not False
 
 
-class _Compiling(threading.local):
-    depth = 0              # numba compiles nest (a kernel compiles the functions it calls): count the outermost
-    since = 0.0
-
-
-_compiling = _Compiling()
-_compiled = [0.0]          # seconds spent compiling, all threads
+_compiled = [0.0]          # seconds during which some thread was compiling (or loading a cached kernel)
+_clock = {"depth": 0, "since": 0.0}      # open compile-machinery events, all threads; when the first opened
 _clock_lock = threading.Lock()
 
 
 def compile_seconds() -> float:
-    """Seconds this process has spent importing numba and in numba compiles so far (0.0 before any): a step
-    deadline does not count them (graph_runtime/deadline.py), since they happen once, on a kernel's first
-    call."""
+    """Seconds this process has spent importing numba and in numba's compile machinery so far (0.0 before
+    any): a step deadline does not count them (graph_runtime/deadline.py), since they happen once, on a
+    kernel's first call.  Counted: numba's import and start-up (`available()`, including the scan of the
+    installed packages' numba extensions that numba makes before its first compile), and the wall time during
+    which any thread holds or waits for numba's compiler lock (a compile, a `cache=True` kernel's load from or
+    save to numba's disk cache), and making each kernel's dispatcher (`jit`, the `cache=True` kernels).  Not
+    counted: typing a first call's arguments before the lock, about 0.3 ms a kernel (benchmarks/results/2026-11-27-tidy-numba-first-call.md)."""
     return _compiled[0]
 
 
+def _load_extensions() -> None:
+    """numba's extension scan (every installed package's entry points, 5-20 ms) now, as start-up: numba runs it
+    at the first compile, before any of its compile events."""
+    from numba.core import entrypoints     # numba is optional: imported only once `available()` found it
+    entrypoints.init_all()
+
+
 def _start_compile_clock(numba) -> None:
-    """Add every numba compile's wall time to `compile_seconds()` (numba's compile events, from then on)."""
+    """Add to `compile_seconds()` the wall time during which some thread is in numba's compile machinery: its
+    compiler lock (held to compile, and to load or save a cached kernel; a thread waiting for it waits for a
+    compile) and its compile events.  Intervals of several threads are counted once (their union): events
+    nest and overlap, so the clock runs while any is open."""
     from numba.core import event       # numba is optional: imported only once `available()` found it
 
     class Clock(event.Listener):
         def on_start(self, ev):
-            if _compiling.depth == 0:
-                _compiling.since = time.perf_counter()
-            _compiling.depth += 1
+            _clock_start()
 
         def on_end(self, ev):
-            _compiling.depth -= 1
-            if _compiling.depth == 0:
-                spent = time.perf_counter() - _compiling.since
-                with _clock_lock:
-                    _compiled[0] += spent
-    event.register("numba:compile", Clock())
+            _clock_stop()
+    for kind in ("numba:compiler_lock", "numba:compile"):
+        event.register(kind, Clock())
+
+
+def _clock_start() -> None:
+    with _clock_lock:
+        if _clock["depth"] == 0:
+            _clock["since"] = time.perf_counter()
+        _clock["depth"] += 1
+
+
+def _clock_stop() -> None:
+    with _clock_lock:
+        _clock["depth"] -= 1
+        if _clock["depth"] == 0:
+            _compiled[0] += time.perf_counter() - _clock["since"]
+
+
+@contextlib.contextmanager
+def _compile_clock():
+    """Count the block in `compile_seconds()` (making a kernel's dispatcher: 1-7 ms with a disk cache)."""
+    _clock_start()
+    try:
+        yield
+    finally:
+        _clock_stop()
 
 
 def enabled() -> bool:
@@ -167,7 +196,8 @@ def _kernel(name: str):
         with _lock:
             fn = _kernels.get(name)
             if fn is None:
-                fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
+                with _compile_clock():
+                    fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
     return fn
 
 
@@ -175,7 +205,8 @@ def jit(fn):
     """`fn` compiled by numba when first called (callers check `available()` first): nopython, releasing the
     GIL, NumPy's error model for floats (x / 0 is inf or nan, never an exception), no fast-math (no reassociation,
     no fused multiply-add: each operation rounds as NumPy's does), not cached on disk (`fn` may be generated)."""
-    return _state["numba"].njit(nogil=True, error_model="numpy")(fn)
+    with _compile_clock():
+        return _state["numba"].njit(nogil=True, error_model="numpy")(fn)
 
 
 # ------------------------------------------------------------------ the kernels (numba compiles these)

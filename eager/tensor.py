@@ -63,14 +63,23 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         """`np.asarray(t)`: a read-only view of the value (no copy). TensorFlow's shares memory and is
         writeable, so a write there changes an immutable tensor; here the write raises instead.
-        `np.array(t)` (copy=True) and a dtype change give a fresh, writeable array."""
+        `np.array(t)` (copy=True) and a dtype change give a fresh, writeable array.
+        `copy=False` follows NumPy 2's contract: the view, or ValueError where only a copy can give the array
+        (another dtype; a rank-0 value held as a NumPy scalar, which has no array memory to share, as
+        `np.asarray(np.float32(1), copy=False)` raises)."""
         v = self._value
         if copy or (dtype is not None and np.dtype(dtype) != v.dtype):
             if copy is False:
                 raise ValueError(f"np.asarray(tensor, dtype={np.dtype(dtype)}, copy=False): the tensor's dtype "
                                  f"is {v.dtype}, so the conversion needs a copy")
             return np.array(v, dtype=dtype, copy=True)
-        return np.asarray(read_only(v))
+        if type(v) is not np.ndarray:
+            if copy is False:
+                raise ValueError(f"np.asarray(tensor, copy=False): the tensor's rank-0 value is a NumPy scalar "
+                                 f"({v.dtype}), which has no array memory to share, so the conversion needs a "
+                                 f"copy; use np.asarray(tensor) or tensor.numpy()")
+            return np.asarray(v)
+        return read_only(v)
 
     def ref(self) -> "TensorRef":
         return TensorRef(self)

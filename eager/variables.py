@@ -259,8 +259,15 @@ class Variable:
         return own_copy(read_kernel(self))
 
     def __array__(self, dtype=None, copy=None):
-        a = np.array(read_kernel(self), copy=True)
-        return a if dtype is None else a.astype(dtype)
+        """`np.asarray(v)` / `np.array(v)`: a fresh, writeable copy of the current value, as TensorFlow's.
+        `copy=False` raises ValueError (NumPy 2's contract: never a copy, an error when one is needed): a
+        zero-copy array would be a snapshot that later assigns do not reach, not the variable; a read-only
+        view of the current value without a copy is `np.asarray(v.value())`."""
+        if copy is False:
+            raise ValueError(f"np.asarray(variable {self.name!r}, copy=False): a variable converts to a copy of "
+                             f"its current value (later assigns would not reach a view); use "
+                             f"np.asarray(v.value()) for a read-only view of the current value")
+        return np.array(read_kernel(self), dtype=dtype, copy=True)
 
     def is_initialized(self) -> bool:
         return _storage.load(self) is not None

@@ -1,4 +1,5 @@
-"""`Tensor.numpy()` is a copy and `np.asarray(tensor)` a read-only view, as a TensorFlow port expects.
+"""`Tensor.numpy()` is a copy and `np.asarray(tensor)` a read-only view, as a TensorFlow port expects;
+`copy=False` keeps NumPy 2's contract (a view, or ValueError where a copy is needed).
 
 A value tensor of a variable holds the variable's own array (updates write in
 place when nothing else holds it), so a writeable alias handed to the user
@@ -106,3 +107,46 @@ def test_rank_0_values_are_numpy_scalars_as_in_tensorflow():
     assert isinstance(ek.Variable(1.0).numpy(), np.float32)
     assert [type(v) for v in ek.data.Dataset.range(2).as_numpy_iterator()] == [np.int64, np.int64]
     assert ek.constant("ab").numpy() == b"ab"
+
+
+def test_variable_conversion_with_copy_false_raises_and_other_conversions_copy():
+    # NumPy 2: copy=False never copies and raises where a copy is needed; a variable converts to a copy of
+    # its value (a view would be a snapshot later assigns do not reach), so it raises instead of copying
+    v = ek.Variable(np.arange(3.0, dtype=np.float32), name="w")
+    v.assign_add(np.zeros(3, np.float32))
+    for convert in (lambda: np.asarray(v, copy=False), lambda: np.array(v, copy=False),
+                    lambda: np.asarray(v, dtype=np.float64, copy=False)):
+        with pytest.raises(ValueError, match="'w.*copy=False.*v.value"):
+            convert()
+    for a in (np.asarray(v), np.array(v), np.array(v, copy=True), np.asarray(v, dtype=np.float64)):
+        assert a.flags.writeable and not np.shares_memory(a, np.asarray(v.value()))
+        a[:] = -1.0
+    assert np.asarray(v, dtype=np.float64).dtype == np.float64
+    np.testing.assert_array_equal(v.numpy(), [0.0, 1.0, 2.0])
+    view = np.asarray(v.value(), copy=False)            # the documented zero-copy read
+    assert view.flags.writeable is False and np.shares_memory(view, np.asarray(v.value()))
+
+
+def _copy_false_keeps_the_contract(t):
+    """np.asarray(t, copy=False) is a view of what np.asarray(t) gives, or raises ValueError: True if a view."""
+    try:
+        got = np.asarray(t, copy=False)
+    except ValueError as e:
+        assert "copy" in str(e)
+        return False
+    assert np.shares_memory(got, np.asarray(t)) and not got.flags.writeable
+    return True
+
+
+def test_tensor_conversion_with_copy_false_never_copies():
+    g = gr.Graph()
+    with g.as_default():
+        fed = gr.placeholder(ek.float32, [2])
+        total = ek.reduce_sum(fed * 2.0)
+    with gr.Session(graph=g) as sess:
+        fetched = sess.run(total, {fed: np.ones(2, np.float32)})
+    tensors = [ek.constant([1.0, 2.0]), ek.constant(2.5), ek.constant(2.5) * 2.0,
+               ek.reduce_sum(ek.constant([1.0, 2.0])), function(lambda: ek.constant([1.0]) + 1.0)(),
+               function(lambda: ek.reduce_sum(ek.constant([1.0, 2.0])))(), ek.constant(fetched)]
+    views = [_copy_false_keeps_the_contract(t) for t in tensors]
+    assert any(views) and not all(views)                # rank-0 results held as NumPy scalars need a copy
