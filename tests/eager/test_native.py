@@ -15,6 +15,7 @@ import graph_runtime as gr
 from eager import native
 from eager.dispatch import execute
 from eager.ops import nn_pool
+from eager.registry import get
 from tracing import function
 
 RNG = np.random.default_rng(11)
@@ -138,3 +139,47 @@ def test_native_settings_are_checked(monkeypatch):
         monkeypatch.setenv("GRAPHJIT_NATIVE", "0")
         native.set_enabled(None)
         assert not native.enabled() and not native.use(1 << 40)
+
+
+
+SPECIAL_BITS = {np.float32: [0x80000000, 0, 0x7fc00001, 0xffc00002, 0x7f800000, 0xff800000, 0x3f800000],
+                np.float64: [1 << 63, 0, 0x7ff8000000000001, 0xfff8000000000002, 0x7ff0 << 48, 0xfff0 << 48,
+                             0x3ff0 << 48]}
+
+
+def _routed_by_scan(x, dy, relu):
+    """The pool gradient by definition, window by window: dy (times relu's gradient) at the first element
+    greater than all before it in row-major order (a NaN never wins), +0 at the window's other elements."""
+    dx = np.zeros_like(x)
+    zero = x.dtype.type(0)
+    for b, i, j, c in np.ndindex(dy.shape):
+        window = [x[b, 2 * i + a, 2 * j + e, c] for a in range(2) for e in range(2)]
+        if relu:
+            window = [v if (v > zero or v != v) else zero for v in window]
+        best, arg = window[0], 0
+        for k, v in enumerate(window[1:], 1):
+            if v > best:
+                best, arg = v, k
+        g = dy[b, i, j, c] * (x.dtype.type(1) if best > zero else zero) if relu else dy[b, i, j, c]
+        dx[b, 2 * i + arg // 2, 2 * j + arg % 2, c] = g
+    return dx
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("op_name", ["MaxPoolGrad", "ReluMaxPoolGrad"])
+def test_native_2x2_pool_gradients_route_every_special_value_by_the_scan(dtype, op_name):
+    # the 2x2 kernel routes through integer masks: NaN payloads, signed zeros, infinities in x and in dy
+    # and ties must land where the first-maximum scan puts them, bit for bit
+    rng = np.random.default_rng(5)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    special = np.array(SPECIAL_BITS[dtype], bits).view(dtype)
+    x = rng.integers(-2, 3, (3, 9, 8, 4)).astype(dtype)          # ties and zeros; an uncovered last row
+    x.reshape(-1)[::7] = np.resize(special, x.reshape(-1)[::7].shape)
+    dy = rng.standard_normal((3, 4, 4, 4)).astype(dtype)
+    dy.reshape(-1)[::3] = np.resize(special, dy.reshape(-1)[::3].shape)
+    y = get("MaxPool").kernel(np.maximum(x, 0), **POOL)
+    with np.errstate(all="ignore"), native.options(enabled=True, min_bytes=0):
+        got = get(op_name).kernel(x, y, dy, **POOL)
+        want = _routed_by_scan(x, dy, relu=op_name == "ReluMaxPoolGrad")
+    assert np.array_equal(got.view(bits), want.view(bits))
