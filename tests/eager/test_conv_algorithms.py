@@ -167,6 +167,19 @@ def test_cost_model_picks_are_valid_cached_and_forcing_is_checked():
             pass
 
 
+def test_input_gradient_pick_costs_col2im_at_numpys_scatter_speed():
+    # shapes where numba's scatter made col2im the fastest but NumPy's is the slowest (CPU ms, one BLAS thread:
+    # col2im without numba 25.4 / 28.9 / 3.5 against taps 20.2 / 15.0 / 2.0): the pick cannot depend on numba
+    # (other sums), so it must not assume numba's speed; one-channel inputs keep col2im (NumPy's add runs along
+    # the row there: 2.2 against 2.6 for taps)
+    for x_shape, f_shape in [((64, 16, 16, 32), (3, 3, 32, 64)), ((64, 28, 28, 8), (3, 3, 8, 32)),
+                             ((64, 14, 14, 3), (3, 3, 3, 16)), ((64, 28, 28, 1), (3, 3, 1, 16))]:
+        n, h, w, c = x_shape
+        problem = (n, c, f_shape[3], f_shape[0], f_shape[1], h, w, h, w, (1, 1))
+        want = "col2im" if c == 1 else "taps"
+        assert conv_algorithms.choose("input", *problem) == want, (x_shape, conv_algorithms.estimates("input", *problem))
+
+
 # ------------------------------------------------------------------ max-pool gradients: first max wins
 def ref_max_pool_grads(x, dy, g, k, s, padding):
     """(MaxPoolGrad, MaxPoolGradGrad) by loops: each window's first maximum (row-major) is the one routed.
