@@ -201,8 +201,8 @@ def _kernel(name: str):
         with _lock:
             fn = _kernels.get(name)
             if fn is None:
-                _define_float_bits()
                 with _compile_clock():
+                    _define_float_bits()
                     fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
     return fn
 
