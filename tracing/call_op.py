@@ -44,7 +44,7 @@ from graph_runtime.gradients import gradients
 from graph_runtime.op_traits import run_targets, var_of, written_vars
 from graph_runtime.passes import copy_graph
 from graph_runtime.pipeline import DEFAULT_CONFIG, prepare
-from graph_runtime.residuals import requests_of
+from graph_runtime.save_specs import requests_of
 from graph_runtime.runtime import Executable, request_for
 
 _lock = threading.RLock()

@@ -12,6 +12,8 @@ import builtins
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 import eager as ek
 
 from ._tensors import is_symbolic, is_tensor, is_tensor_array
@@ -27,9 +29,35 @@ class StagedIterable:
 
 
 def _tensor_rows(x) -> StagedIterable:
+    counted = _integer_range(x)
+    if counted is not None:
+        return counted
     dim = x.shape.as_list()[0] if x.shape.rank else None
     length = dim if dim is not None else ek.shape(x)[0]
     return StagedIterable(length, lambda i: x[i], "a tensor")
+
+
+def _integer_range(x):
+    """The items of an integer `ek.range(...)` tensor (a constant arange) as `start + i * delta` of the loop's
+    counter `i`, not row `i` of the constant: the same values and dtype (integers, exactly), and the loop's
+    reads `xs[t]` then index by its counter (TensorFlow's autograph iterates `tf.range` this way too); None
+    for any other tensor."""
+    op = getattr(x, "op", None)
+    if getattr(op, "type", None) != "Const" or x.shape.rank != 1 or x.dtype not in (ek.int32, ek.int64):
+        return None
+    values = np.asarray(op.get_attr("value"))
+    n = values.shape[0]
+    if n == 0:
+        return None
+    start, delta = int(values[0]), int(values[1] - values[0]) if n > 1 else 1
+    if delta == 0 or not np.array_equal(values, np.arange(n, dtype=values.dtype) * delta + start):
+        return None
+
+    def item(i):
+        t = i if x.dtype is ek.int32 else ek.cast(i, x.dtype)
+        t = t if delta == 1 else t * delta
+        return t if start == 0 else t + start
+    return StagedIterable(n, item, "a range")
 
 
 def range_(*args):

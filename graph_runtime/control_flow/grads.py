@@ -42,8 +42,11 @@ from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op, register_gradien
 
 from . import branch_grads  # noqa: F401 - registers the If/Case gradient rule
 from .ops import STATELESS_WHILE, WHILE
+from ..compiler import prune
+from .auto_deps import stateful_ops_in_order
 from .grad_loop import grad_loop
-from ..residuals import merge, requests_of
+from .plans import cached
+from ..save_specs import merge, requests_of
 from .vjp import build_vjp, dys_for, feed_spec, finish_vjp, save_entry, saved_positions
 
 
@@ -104,8 +107,9 @@ def _while_grad_kernel(variant, *rest, vjp, feeds, n_dy, cap_index, saved=(), n_
         raise RuntimeError("WhileGrad: the forward While op saved no values (internal error: the plan's "
                            "residuals stage did not see this gradient)")
     n_iter, history, names = variant
-    at = saved_positions(names, [name for name, _ in saved], "WhileGrad")
-    feeds = [(kind, i if kind == 0 else at[i]) for kind, i in feeds]
+    read = saves_read(vjp, feeds, n_dy + n_extra, saved, vjp_outputs)
+    at = dict(zip(read, saved_positions(names, [saved[i][0] for i in read], "WhileGrad")))
+    feeds = [(kind, i if kind == 0 else at.get(i)) for kind, i in feeds]     # None: a value the walk never reads
     dv, ext = rest[:n_dy], rest[n_dy:n_dy + n_extra]
     caps = rest[n_dy + n_extra:] if n_caps is None else rest[n_dy + n_extra:n_dy + n_extra + n_caps]
     plan = grad_loop(vjp, feeds, n_dy, n_extra, vjp_outputs)
@@ -135,7 +139,9 @@ def _requests(op, k):
     its variant input; for a captured variant (a loop inside a gradient body), what its VJP reads."""
     a = op._attrs
     if k == 0:
-        return merge([(tuple(a.get("saved", ())),)])
+        saved = tuple(a.get("saved", ()))
+        read = saves_read(a["vjp"], a["feeds"], a["n_dy"] + a.get("n_extra", 0), saved, a.get("vjp_outputs"))
+        return merge([(tuple(saved[i] for i in read),)])
     first_cap = 1 + a["n_dy"] + a.get("n_extra", 0)
     j = k - first_cap
     n_caps = a.get("n_caps")
@@ -145,6 +151,23 @@ def _requests(op, k):
     vjp = a["vjp"]
     return merge([requests_of(vjp.inputs[base + p]) for p, (kind, i) in enumerate(a["feeds"])
                   if kind == 0 and i == j])
+
+
+def saves_read(vjp, feeds: tuple, base: int, saved: tuple, outputs=None) -> tuple:
+    """The indices of the `saved` entries that VJP graph `vjp` reads to compute `outputs` (indices of its
+    outputs; None: all): with some capture cotangents dropped (`vjp_outputs`), what only they needed (the
+    index and slice bounds of an RNN's `x[t]`, for the cotangent of `x`) is neither read nor saved.
+    `feeds[p]` says how `vjp.inputs[base + p]` is fed: `(1, i)` from `saved[i]`."""
+    if outputs is None:
+        return tuple(range(len(saved)))
+
+    def make():
+        outs = [vjp.outputs[i] for i in outputs]
+        fed = vjp.inputs[base:]
+        ops = prune(fed, outs, stateful_ops_in_order(vjp))
+        used = {id(t) for op in ops for t in op.inputs} | {id(t) for t in outs}
+        return (None, tuple(sorted(i for (kind, i), t in zip(feeds, fed) if kind == 1 and id(t) in used)))
+    return cached(vjp, ("saves_read", tuple(feeds), base, tuple(outputs)), make)
 
 
 def _lower_while_grad(op, ctx):

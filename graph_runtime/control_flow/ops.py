@@ -41,7 +41,7 @@ them (`branch_grads.py`: If/Case, `grads.py`: While; `registry.register_gradient
 a gradient builds the op it differentiates (a Case, a While), so those modules
 import this one, not the other way round.
 
-Imports `eager`, `graph_runtime.deadline`, `graph_runtime.residuals` and siblings (`loop_plan`, `plans`).
+Imports `eager`, `graph_runtime.deadline`, `graph_runtime.save_specs` and siblings (`loop_plan`, `plans`).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from eager.errors import InvalidArgumentError
 from eager.registry import GRADIENT_REGISTERED_LATER, Spec, op
 
 from .. import deadline
-from ..residuals import body_saves
+from ..save_specs import body_saves
 from .loop_plan import loop_plan
 from .plans import body_plan
 

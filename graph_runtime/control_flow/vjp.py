@@ -21,7 +21,7 @@ from eager.backprop import backprop
 from eager.errors import UnimplementedError
 from eager.ops.array import zeros_like
 
-from ..residuals import merge, requests_of
+from ..save_specs import merge, requests_of
 from .body_graph import BodyGraph, paused_tapes
 from .ops import VARIANT
 

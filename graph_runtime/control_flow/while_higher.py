@@ -45,7 +45,7 @@ from eager.ops.gather import gather
 from eager.registry import Spec, op, register_gradient
 from eager.shape import TensorShape
 
-from ..residuals import merge
+from ..save_specs import merge
 from .auto_deps import has_effects
 from .grads import WHILE_GRAD, while_vjp
 from .ops import CASE, STATELESS_CASE

@@ -14,10 +14,18 @@ caller fetches or feeds it by name, or names the whole op.  The op is
 rebuilt with the same name, inputs and control inputs.  Results never change:
 the dropped outputs had no reader.
 
-Imports sibling pass modules.
+A gradient that computes less may read fewer of the values its forward op
+saves (attr `saves`, graph_runtime/residuals.py, written before the
+optimizer runs): the forward op is then rebuilt saving only what its readers
+still request (`x[t]` in an RNN's loop saves its index and slice bounds for
+the cotangent of `x` alone; without them the loop runs compiled,
+control_flow/compiled_loop.py).
+
+Imports sibling pass modules and `graph_runtime.save_specs`.
 """
 from __future__ import annotations
 
+from ..save_specs import consumers, requests_of, within
 from .core import GraphPass, PassContext, make_stats, register_pass
 from .rewriter import Rewriter
 
@@ -48,7 +56,29 @@ def drop_unused_outputs(graph, ctx: PassContext):
         rw._ctrl[id(op)] = (new,)
         rw._count("outputs_dropped")
     out = rw.finish()
+    if out is not graph:
+        out = _save_what_is_read(out, ctx, rw)
     return out, make_stats("unused_outputs", graph, out, rw)
+
+
+def _save_what_is_read(graph, ctx: PassContext, counts: Rewriter):
+    """`graph` with each forward op that saves values for its gradient (attr `saves`, graph_runtime/
+    residuals.py) saving only what its readers request now: a gradient that computes fewer outputs may read
+    fewer saved values (a loop's `x[t]` saves its index and slice bounds only for the cotangent of `x`).
+    Never more than before, never nothing while someone reads them, and unchanged when the saved values are
+    fetched by name (an enclosing op's gradient reads them)."""
+    uses = consumers(graph)
+    rw = Rewriter(graph, ctx)
+    for op in graph._ops:
+        saves = op._attrs.get("saves") if op._opdef.extra.get("saves") else None
+        if saves and not ctx.output_needed(op, len(op._outputs) - 1):
+            spec = requests_of(op._outputs[-1], uses)
+            if spec and spec != saves and within(spec, saves):
+                rw.copy(op, attrs=dict(op._attrs, saves=spec))
+                counts._count("saves_dropped")
+                continue
+        rw.copy(op)
+    return rw.finish()
 
 
 UNUSED_OUTPUTS = register_pass(GraphPass("unused_outputs", drop_unused_outputs,

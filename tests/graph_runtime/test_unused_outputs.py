@@ -15,8 +15,9 @@ def _data():
             rng.standard_normal((H, H)) * 0.3)
 
 
-def _rnn_graph():
-    """An RNN reading its inputs from a TensorArray; gradients of the weights (and of the inputs)."""
+def _rnn_graph(indexing=False):
+    """An RNN reading its inputs from a TensorArray (`indexing`: as `x[t]`); gradients of the weights (and
+    of the inputs)."""
     xs, wx, wh = _data()
     g = gr.Graph()
     with g.as_default():
@@ -25,7 +26,7 @@ def _rnn_graph():
         ta = ek.TensorArray("float64", size=STEPS).unstack(x)
 
         def body(t, h):
-            return t + 1, ek.tanh(ek.matmul(ta.read(t), Wx) + ek.matmul(h, Wh))
+            return t + 1, ek.tanh(ek.matmul(x[t] if indexing else ta.read(t), Wx) + ek.matmul(h, Wh))
 
         _, h = ek.while_loop(lambda t, h: t < STEPS, body, [ek.constant(0), ek.zeros((B, H), "float64")])
         loss = ek.reduce_sum(h * h)
@@ -45,9 +46,21 @@ def _eager_grads():
     return [g.numpy() for g in tape.gradient(loss, [Wx, Wh, x])]
 
 
-def _dropped(graph, fetches):
+def _dropped(graph, fetches, what="outputs_dropped"):
     _, report = gr.optimize(graph, fetches)
-    return sum(s.details.get("outputs_dropped", 0) for s in report.passes if s.name == "unused_outputs")
+    return sum(s.details.get(what, 0) for s in report.passes if s.name == "unused_outputs")
+
+
+def _saves(graph, fetches, feeds, config=None):
+    """(what the loop saves per iteration, the unused_outputs pass's notes) when a Session runs `fetches`."""
+    md = gr.RunMetadata()
+    with gr.Session(graph=graph, config=config) as sess:
+        got = sess.run(fetches, feeds, options=gr.RunOptions(output_partition_graphs=True), run_metadata=md)
+        report = sess.last_optimization_report
+    loop = next(n for gd in md.partition_graphs for n in gd["nodes"] if n["op"] in ("While", "StatelessWhile"))
+    saves = [entry["$tuple"][0] for entry in loop["attrs"]["saves"]["$tuple"][0]["$tuple"]]
+    notes = {} if report is None else next((p.details for p in report.passes if p.name == "unused_outputs"), {})
+    return got, saves, notes
 
 
 def test_weights_only_gradient_skips_the_input_cotangent_and_matches_eager():
@@ -92,5 +105,25 @@ def test_every_executor_runs_the_pruned_op(options):
     for threads in (1, 2):
         with gr.Session(graph=g, config=gr.SessionConfig(inter_op_parallelism_threads=threads)) as sess:
             got = sess.run(g_w, {x: xs}, options=gr.RunOptions(**options))
+        for a, b in zip(got, want[:2]):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_a_gradient_computing_less_makes_the_loop_save_less():
+    # `x[t]`'s gradient reads the index and slice bounds for the cotangent of `x` only: with the weights'
+    # gradients alone the loop saves the row, the state and the next state, not them (so it runs compiled,
+    # test_compiled_loop.py), with the same results in every configuration
+    g, x, xs, g_w, g_x = _rnn_graph(indexing=True)
+    want = _eager_grads()
+    got, saves, notes = _saves(g, g_w, {x: xs})
+    assert notes == {"outputs_dropped": 1, "saves_dropped": 1}
+    assert sorted(saves) == ["StridedSlice:0", "Tanh:0", "loop_var_1:0"]
+    both, all_saves, notes = _saves(g, g_w + [g_x], {x: xs})
+    assert notes == {} and len(all_saves) == 6                   # the index and the two slice bounds too
+    for a, b in zip(both, want):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    for cfg in (None, gr.SessionConfig(disabled_passes=("unused_outputs",)), gr.SessionConfig(optimize=False)):
+        got, saves, _ = _saves(g, g_w, {x: xs}, cfg)
+        assert len(saves) == (3 if cfg is None else 6)
         for a, b in zip(got, want[:2]):
             np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
