@@ -161,7 +161,8 @@ class GradientTape:
     # -- differentiation ----------------------------------------------------
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
         """d(sum of target)/d(sources), same structure as `sources`."""
-        unconnected_gradients = _unconnected(unconnected_gradients)
+        if type(unconnected_gradients) is not str or unconnected_gradients != "none":    # the default: no check
+            unconnected_gradients = _unconnected(unconnected_gradients)
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute one set of "
                                "gradients; use GradientTape(persistent=True) to call gradient() again.")
@@ -205,12 +206,14 @@ class GradientTape:
                 if id(s) in target_reads:
                     group.append(id(target_reads[id(s)]))
                 groups.append(group)
+                floating = s._dtype.is_floating         # `dtype`, without the property's call
             elif isinstance(s, Tensor):
                 groups.append([id(s)])
+                floating = s.dtype.is_floating
             else:
                 raise TypeError(f"GradientTape.gradient: sources must be tensors or variables, got "
                                 f"{type(s).__name__}")
-            if not s.dtype.is_floating:
+            if not floating:
                 _warn_not_floating(s)
         grads = backprop(self._entries, targets, tgrads, groups)
         out = []

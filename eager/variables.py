@@ -139,7 +139,7 @@ def gradient_descent_kernel(donate_delta: bool = False):
             old = _storage.load_locked(var)
             if old is None:
                 _uninitialized(var)
-            dt = var._dtype.np_dtype        # the stored array's dtype (assignments check it)
+            dt = var._dtype._np         # the stored array's dtype (assignments check it)
             if delta.dtype != dt or alpha.dtype != dt:
                 raise InvalidArgumentError(f"{opname}: alpha ({as_dtype(alpha.dtype).name}) and delta "
                                            f"({as_dtype(delta.dtype).name}) must have the dtype of variable "

@@ -193,6 +193,8 @@ def sum_to_shape(g, shape):
         return g
     lead = len(gshape) - len(shape)
     if lead == 1 and gshape[1:] == shape:          # a bias's gradient: the leading axis only
+        if shape:           # the reduction's result has the shape already (keepdims changes no sum)
+            return np.add.reduce(g, axis=0, dtype=g.dtype)
         axes = (0,)
     else:
         axes = tuple(range(lead)) + tuple(i + lead for i, d in enumerate(shape)

@@ -73,12 +73,16 @@ def matmul_grad(op, dy):
 
 
 def add_grad(op, dy):
-    """`math._g_add`."""
-    xys = _float_operands(op, dy)
-    if xys is None:
+    """`math._g_add`: `sum_to_like(dy, operand)` for each operand."""
+    x, y = op.inputs
+    d, xv, yv = dy._value, x._value, y._value
+    dt = d.dtype
+    if dt.kind != "f" or xv.dtype != dt or yv.dtype != dt:      # `_float_operands`, inline: the hot rule
         return None
-    x, y, skip = xys
-    return [None if 0 in skip else _summed_to(dy, x), None if 1 in skip else _summed_to(dy, y)]
+    skip = getattr(op, "skip_input_indices", ())
+    dshape = d.shape
+    return [None if 0 in skip else dy if xv.shape == dshape else Tensor(sum_to_shape(d, xv.shape)),
+            None if 1 in skip else dy if yv.shape == dshape else Tensor(sum_to_shape(d, yv.shape))]
 
 
 def sub_grad(op, dy):

@@ -93,14 +93,18 @@ def log_softmax(logits, axis=-1, name=None):
 
 # ------------------------------------------------------------------ cross entropies
 def _xent_kernel(labels, logits, axis):
-    shifted = _stable_shift(logits, axis)
+    shifted = logits - _max_reduce(logits, axis=axis, keepdims=True, initial=-np.inf)     # `_stable_shift`
     e = np.exp(shifted)
     total = _sum_reduce(e, axis=axis, keepdims=True)
     shifted -= np.log(total)                      # now log-softmax
-    loss = -_sum_reduce(labels * shifted, axis=axis)
+    out = shifted if labels.shape == shifted.shape else None      # in place unless labels broadcast
+    loss = _sum_reduce(np.multiply(labels, shifted, out=out), axis=axis)
+    loss = np.negative(loss, out=loss) if type(loss) is np.ndarray else np.asarray(-loss, dtype=logits.dtype)
     e /= total                                    # now softmax
-    # the exact gradient also for labels that do not sum to 1 (TensorFlow assumes they do)
-    return np.asarray(loss, dtype=logits.dtype), e * _sum_reduce(labels, axis=axis, keepdims=True) - labels
+    # the exact gradient also for labels that do not sum to 1 (TensorFlow assumes they do), rounded as
+    # `e * sum(labels) - labels`
+    bp = np.multiply(e, _sum_reduce(labels, axis=axis, keepdims=True), out=e if out is not None else None)
+    return loss, np.subtract(bp, labels, out=bp if out is not None else None)
 
 
 def _infer_xent(specs, attrs):

@@ -111,3 +111,27 @@ def test_execute_writes_refuses_an_op_that_writes_nothing_before_running_any():
         dispatch.execute_writes([(ASSIGN_ADD, (one,), {"var": v}), (ADD, (one, one), {})])
     assert int(v.numpy()) == 0
     assert [int(r.numpy()) for r in dispatch.execute_writes([(ASSIGN_ADD, (one,), {"var": v})] * 2)] == [1, 2]
+
+
+def test_plain_sgd_steps_give_the_general_steps_bits_results_and_counter():
+    # plain SGD's eager step builds its updates without the general step's bookkeeping; clipping far beyond the
+    # values (which changes no bit) sends the same step down the general path, and so does a NumPy gradient
+    rng = np.random.default_rng(1)
+    init = [rng.standard_normal(s).astype(dt) for s, dt in (((5, 4), np.float32), ((4,), np.float64),
+                                                            ((4, 2), np.float16), ((3,), np.float32))]
+    grads = [[rng.standard_normal(w.shape).astype(w.dtype) for w in init] for _ in range(3)]
+    results = []
+    for make, as_tensor in ((lambda: optimizers.SGD(0.1), True), (lambda: optimizers.SGD(0.1, clipvalue=1e30), True),
+                            (lambda: optimizers.SGD(0.1), False)):
+        vs, opt = [ek.Variable(w) for w in init], make()
+        for i, gs in enumerate(grads):
+            if i == 2:
+                opt.learning_rate = 0.05        # a new rate is read by the next step
+            out = opt.apply_gradients(zip([ek.constant(g) if as_tensor else g for g in gs], vs))
+            assert all(a is b for a, b in zip(out, vs + [opt.iterations])) and len(out) == 5
+        results.append([v.numpy() for v in vs] + [opt.iterations.numpy()])
+    for fast, general, from_numpy in zip(*results):
+        assert fast.dtype == general.dtype
+        np.testing.assert_array_equal(fast, general)
+        np.testing.assert_array_equal(fast, from_numpy)
+    assert int(results[0][-1]) == 3

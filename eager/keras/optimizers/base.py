@@ -253,23 +253,30 @@ class Optimizer:
         pairs = list(grads_and_vars)
         if not pairs:
             raise ValueError("apply_gradients: no (gradient, variable) pairs were given")
-        for g, v in pairs:
-            if not getattr(v, "_is_variable", False):
-                raise InvalidArgumentError(f"apply_gradients expects (gradient, Variable) pairs, got "
-                                           f"{type(v).__name__}")
-        missing = [v.name for g, v in pairs if g is None]
-        if len(missing) == len(pairs):
-            raise ValueError(f"apply_gradients: no gradients provided for any variable: {missing}")
         tracked = self._tracked_ids
-        for _, v in pairs:
+        untracked = missing = False
+        for g, v in pairs:      # a tracked id is a variable: the optimizer keeps it alive
             if id(v) not in tracked:
-                self._track(v)
+                if not getattr(v, "_is_variable", False):
+                    raise InvalidArgumentError(f"apply_gradients expects (gradient, Variable) pairs, got "
+                                               f"{type(v).__name__}")
+                untracked = True
+            if g is None:
+                missing = True
+        if missing:
+            missing = [v.name for g, v in pairs if g is None]
+            if len(missing) == len(pairs):
+                raise ValueError(f"apply_gradients: no gradients provided for any variable: {missing}")
+        if untracked:
+            for _, v in pairs:
+                if id(v) not in tracked:
+                    self._track(v)
         if missing:
             warnings.warn(f"Gradients do not exist for variables {missing} when minimizing the loss: they are "
                           f"not updated. Check that the loss depends on them (watched by the tape, not cut by "
                           f"stop_gradient or an integer cast).", UserWarning, stacklevel=2)
             pairs = [(g, v) for g, v in pairs if g is not None]
-        if _context.executing_eagerly():
+        if _ctx_state.stack[-1].is_eager:        # executing_eagerly(), inline
             with self._step_lock:
                 return self._step(pairs, eager=True)
         return self._step(pairs, eager=False)
@@ -320,13 +327,17 @@ class Optimizer:
         _queue.step = (self, queued)
         try:
             updates = [self._apply(g, v, t, hyper, None) for g, (_, v) in zip(grads, pairs)]
-            # what `assign_add(1)` runs eagerly (AssignAdd is never recorded: not differentiable)
-            queued.append((ASSIGN_ADD, (_EAGER_ONE_I64,), {"var": self.iterations}))
+            queued.append(self._eager_count_call())
             updates.append(self.iterations)
         finally:
             _queue.step = outer
             self._run_queued(queued)
         return updates
+
+    def _eager_count_call(self):
+        """The (opdef, inputs, attrs) of the step counter's increment: what `assign_add(1)` runs eagerly
+        (AssignAdd is never recorded: not differentiable)."""
+        return ASSIGN_ADD, (_EAGER_ONE_I64,), {"var": self.iterations}
 
     def _write(self, opdef, inputs, attrs):
         """Execute one update op, or queue it when this thread runs this optimizer's eager step (docstring)."""

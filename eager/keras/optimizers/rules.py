@@ -10,7 +10,7 @@ Imports `eager` modules only.
 from __future__ import annotations
 
 from ... import context as _context
-from ...dispatch import execute
+from ...dispatch import execute, execute_writes
 from ...convert import constant
 from ...ops import math as _m
 from ...ops.casting import CAST
@@ -18,7 +18,7 @@ from ...tensor import Tensor
 from ...training_ops import (APPLY_ADAM, APPLY_KERAS_ADADELTA, APPLY_KERAS_ADAGRAD, APPLY_KERAS_MOMENTUM,
                              APPLY_KERAS_NADAM, APPLY_KERAS_RMSPROP, APPLY_KERAS_SGD)
 from ...variables import APPLY_GRADIENT_DESCENT, Variable
-from .base import Hyperparameter, Optimizer
+from .base import Hyperparameter, Optimizer, _is_var
 
 _ctx_state = _context._state
 
@@ -45,6 +45,36 @@ class SGD(Optimizer):
         self._fused_counter = bool(momentum)     # plain SGD does not read the step number
         self.momentum = momentum
         self.nesterov = bool(nesterov)
+
+    def _step(self, pairs, eager):
+        if eager and not self._slot_kinds and "weight_decay" not in self._hyper:
+            calls = self._plain_eager_updates(pairs)
+            if calls is not None:
+                execute_writes(calls)
+                return [v for _, v in pairs] + [self.iterations]
+        return super()._step(pairs, eager)
+
+    def _plain_eager_updates(self, pairs):
+        """Plain SGD's eager step as the calls the general step queues (one ResourceApplyGradientDescent per
+        variable, then the counter's increment), built without its per-step bookkeeping (the counter's next
+        value, the hyperparameter reads, the queue): plain SGD reads neither.  None where the general step must
+        run: clipping, a schedule or callable rate, a gradient that is not an eager float tensor of its
+        variable's dtype."""
+        if self.clipnorm or self.global_clipnorm or self.clipvalue or not _is_var(self._learning_rate):
+            return None
+        for g, v in pairs:
+            dt = v._dtype._np
+            if type(g) is not Tensor or g._value.dtype != dt or dt.kind != "f":
+                return None
+        rate, rates, calls = self._learning_rate.value(), {}, []
+        for g, v in pairs:
+            dt = v._dtype
+            lr = rates.get(dt)          # one cast per dtype and step, as the general step
+            if lr is None:
+                lr = rates[dt] = _lr_as(rate, dt)
+            calls.append((APPLY_GRADIENT_DESCENT, (lr, g), {"var": v}))
+        calls.append(self._eager_count_call())
+        return calls
 
     def _apply(self, g, v, t, h, counter):
         if self._slot_kinds:
