@@ -127,7 +127,7 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
     if choice.strategy == "chunked":
         fn = _tuned_chunked(program, shapes, layout_box[-1], opts, choice.elements)
     elif fn is None:
-        fn = build_straight(program, shapes)
+        fn = build_straight(program, shapes, scalars)
     try:
         fn.strategy = choice.strategy
         fn.choice = choice

@@ -39,7 +39,9 @@ broadcast and are hoisted).  The loop body is a function of `(lo, hi)`, so
 `run_range`-style runners can split the range across threads.  In the flat
 layout, `maximum`/`minimum`/`fmax`/`fmin` against a loop-invariant value
 (relu's zero) get a chunk-long row of that value, copied once per call of
-the body: against a stride-0 operand NumPy runs their scalar loop, ~3x slower.
+the body, and in a straight-line kernel an array of the value made when the
+kernel is built: against a stride-0 operand NumPy runs their scalar loop, 3-5x
+slower (invariant_rows.py).
 
 Every call is the same ufunc on the same dtypes as the unfused op, so results
 are bitwise identical to the unfused graph.
@@ -63,13 +65,13 @@ from eager import buffers
 from eager.registry import attr_keywords, get
 
 from .. import generated_source
+from .invariant_rows import ROW_UFUNCS, full_constants
 from .reroll import reroll
 
-_KEYWORD_OUT = frozenset({np.maximum, np.minimum, np.fmax, np.fmin})
-# against a stride-0 operand (a rank-0 constant: relu's zero) these take NumPy's scalar loop, ~3x slower
-# than their SIMD loop over two arrays: a chunked kernel gives them a chunk-long row of the value instead
-# (the same element pairs, so the same bits; eager/ops/relu_kernels.py does the same for Relu)
-_ROW_UFUNCS = _KEYWORD_OUT
+_KEYWORD_OUT = ROW_UFUNCS
+# against a stride-0 operand (a rank-0 constant: relu's zero) these take NumPy's scalar loop: kernels give
+# them an array of the value instead (invariant_rows.py)
+_ROW_UFUNCS = ROW_UFUNCS
 
 
 def _size(shape) -> int:
@@ -214,8 +216,9 @@ def _returns(program, loc: dict, shapes: dict, buffered: set) -> str:
     return items[0] if len(items) == 1 else "(" + ", ".join(items) + ",)"
 
 
-def build_straight(program, shapes: dict) -> Callable:
-    """A straight-line kernel for these concrete slot shapes."""
+def build_straight(program, shapes: dict, scalars=None) -> Callable:
+    """A straight-line kernel for these concrete slot shapes (`scalars`: {input position: 0-d value} of inputs
+    known when it is built, see invariant_rows.py)."""
     env = _Env()
     n_in = len(program.input_slots)
     loc = {s: f"i{k}" for k, s in enumerate(program.input_slots)}
@@ -238,7 +241,8 @@ def build_straight(program, shapes: dict) -> Callable:
         lines.append(indent + f"{name} = {_alloc(env, program, shapes, slot)}")
         return False
 
-    _emit_block(env, program, instrs, loc, bufs, first_write, body, "    ", {})
+    rows = {s: env.bind("c", v) for s, v in full_constants(program, shapes, scalars).items()}
+    _emit_block(env, program, instrs, loc, bufs, first_write, body, "    ", {}, rows)
     lines = [f"def fused({', '.join(f'i{k}' for k in range(n_in))}):"] + reroll(body, "    ")
     lines.append(f"    return {_returns(program, loc, shapes, buffered)}")
     fn, src = _compile(env, lines, "fused", "straight")
