@@ -38,13 +38,19 @@ def _tensor_rows(x) -> StagedIterable:
 
 
 def _integer_range(x):
-    """The items of an integer `ek.range(...)` tensor (a constant arange) as `start + i * delta` of the loop's
-    counter `i`, not row `i` of the constant: the same values and dtype (integers, exactly), and the loop's
-    reads `xs[t]` then index by its counter (TensorFlow's autograph iterates `tf.range` this way too); None
-    for any other tensor."""
+    """The items of an integer `ek.range(...)` tensor (a constant arange, or a Range op of tensor bounds) as
+    `start + i * delta` of the loop's counter `i`, not row `i` of the range: the same values and dtype
+    (integers, exactly), and the loop's reads `xs[t]` then index by its counter (TensorFlow's autograph
+    iterates `tf.range` this way too); None for any other tensor."""
     op = getattr(x, "op", None)
-    if getattr(op, "type", None) != "Const" or x.shape.rank != 1 or x.dtype not in (ek.int32, ek.int64):
+    kind = getattr(op, "type", None)
+    if kind not in ("Const", "Range") or x.shape.rank != 1 or x.dtype not in (ek.int32, ek.int64):
         return None
+    if kind == "Range":
+        start, _, delta = op.inputs
+        dim = x.shape.as_list()[0]
+        length = dim if dim is not None else ek.shape(x)[0]     # the Range op's own length (and checks)
+        return StagedIterable(length, lambda i: _step(i, x.dtype, start, delta), "a range")
     values = np.asarray(op.get_attr("value"))
     n = values.shape[0]
     if n == 0:
@@ -52,12 +58,22 @@ def _integer_range(x):
     start, delta = int(values[0]), int(values[1] - values[0]) if n > 1 else 1
     if delta == 0 or not np.array_equal(values, np.arange(n, dtype=values.dtype) * delta + start):
         return None
+    return StagedIterable(n, lambda i: _step(i, x.dtype, start, delta), "a range")
 
-    def item(i):
-        t = i if x.dtype is ek.int32 else ek.cast(i, x.dtype)
-        t = t if delta == 1 else t * delta
-        return t if start == 0 else t + start
-    return StagedIterable(n, item, "a range")
+
+def _step(i, dtype, start, delta):
+    """`start + i * delta` in `dtype`, without the product or the sum where `delta` is 1 or `start` 0."""
+    t = i if dtype is ek.int32 else ek.cast(i, dtype)
+    t = t if _known(delta, 1) else t * delta
+    return t if _known(start, 0) else t + start
+
+
+def _known(v, k) -> bool:
+    """`v` (a Python int or a tensor) is `k` as far as the graph knows before it runs."""
+    if isinstance(v, int):
+        return v == k
+    op = getattr(v, "op", None)
+    return getattr(op, "type", None) == "Const" and np.asarray(op.get_attr("value")).tolist() == k
 
 
 def range_(*args):
