@@ -12,8 +12,10 @@ percentiles, and both steps' median ratio to NumPy.  Run it against the same rev
 Workloads: `toy` (the MLP step at 2-4-4-3, batch 4: nothing but overhead), `mlp` (784-256-10, batch 64, as
 `bench_summary`'s eager row), `cnn` (the CNN step of cnn_workload.py).
 
-Run: `python -m benchmarks.ab_eager --rev main [--only toy,mlp,cnn] [--rounds N] [--cpu]`.  `--cpu` times
-CPU time (use it with `OPENBLAS_NUM_THREADS=1` on a loaded machine); the default is wall time.
+Run: `python -m benchmarks.ab_eager --rev main [--only toy,mlp,cnn] [--rounds N] [--cpu] [--phases]`.  `--cpu`
+times CPU time (use it with `OPENBLAS_NUM_THREADS=1` on a loaded machine); the default is wall time.
+`--phases` then times the MLP steps again split into the forward pass (through the loss), the gradients and
+the updates, NumPy's step at the same points: where the eager step's extra time is.
 """
 from __future__ import annotations
 
@@ -60,14 +62,28 @@ def mlp_step(ek, params, xb, yb):
     opt = ek.optimizers.SGD(0.1)
     x, y = ek.constant(xb), ek.constant(yb)
 
-    def step():
+    def step(marks=None):
+        """`marks` (a `Marks`): the clock's reading after the forward pass and after the gradients."""
         with ek.GradientTape() as tape:
             h = ek.nn.relu(ek.matmul(x, w1) + b1)
             logits = ek.matmul(h, w2) + b2
             loss = ek.reduce_mean(ek.nn.softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        opt.apply_gradients(zip(tape.gradient(loss, vs), vs))
+        if marks is not None:
+            marks.append(marks.clock())
+        grads = tape.gradient(loss, vs)
+        if marks is not None:
+            marks.append(marks.clock())
+        opt.apply_gradients(zip(grads, vs))
         return loss
     return step
+
+
+class Marks(list):
+    """Clock readings a step appends at its phase boundaries (`mlp_step`, `workloads.mlp_step_numpy`)."""
+
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
 
 
 def workload(name, old):
@@ -82,8 +98,8 @@ def workload(name, old):
         return fns
     xb, yb, params = toy_data() if name == "toy" else mlp_data()
     npp = [p.copy() for p in params]
-    return {"numpy": lambda: mlp_step_numpy(npp, xb, yb), "old": mlp_step(old, params, xb, yb),
-            "new": mlp_step(eager, params, xb, yb)}
+    return {"numpy": lambda marks=None: mlp_step_numpy(npp, xb, yb, marks=marks),
+            "old": mlp_step(old, params, xb, yb), "new": mlp_step(eager, params, xb, yb)}
 
 
 def run(fns, rounds, clock, min_time=0.02):
@@ -104,6 +120,41 @@ def run(fns, rounds, clock, min_time=0.02):
     return times, number
 
 
+PHASES = ("forward", "gradient", "update")
+
+
+def run_phases(fns, rounds, clock, number):
+    """{step: {phase: [seconds per round]}}: each round times `number` steps of each, the order rotated, every
+    step split at its phase boundaries (the forward pass through the loss, the gradients, the updates)."""
+    names = list(fns)
+    for fn in fns.values():
+        fn(), fn()
+    times = {n: {p: [] for p in PHASES} for n in names}
+    for r in range(rounds):
+        for n in names[r % 3:] + names[:r % 3]:
+            fn, sums = fns[n], [0.0, 0.0, 0.0]
+            for _ in range(number):
+                marks = Marks(clock)
+                marks.append(clock())
+                fn(marks)
+                marks.append(clock())
+                for i in range(3):
+                    sums[i] += marks[i + 1] - marks[i]
+            for p, s in zip(PHASES, sums):
+                times[n][p].append(s / number)
+    return times
+
+
+def report_phases(name, times, rounds, number):
+    med = statistics.median
+    print(f"{name}: per phase, us (median of {rounds} rounds x {number}); new/old: median of per-round ratios")
+    for p in PHASES:
+        m = {k: med(times[k][p]) * 1e6 for k in times}
+        pair = med([a / b for a, b in zip(times["new"][p], times["old"][p])])
+        print(f"  {p:8s} numpy {m['numpy']:8.1f}  old {m['old']:8.1f}  new {m['new']:8.1f}  new/old {pair:.3f}  "
+              f"new - numpy {m['new'] - m['numpy']:7.1f}")
+
+
 def report(name, times, rounds, number):
     med = statistics.median
     pair = [a / b for a, b in zip(times["new"], times["old"])]
@@ -121,6 +172,8 @@ def main(argv=None):
     p.add_argument("--only", default="toy,mlp,cnn")
     p.add_argument("--rounds", type=int, default=60)
     p.add_argument("--cpu", action="store_true", help="CPU time (time.process_time) instead of wall time")
+    p.add_argument("--phases", action="store_true",
+                   help="MLP workloads: time the forward pass, the gradients and the updates apart (NumPy's too)")
     args = p.parse_args(argv)
     clock = time.process_time if args.cpu else time.perf_counter
     with tempfile.TemporaryDirectory() as where:
@@ -131,6 +184,8 @@ def main(argv=None):
             rounds = args.rounds if name != "cnn" else max(10, args.rounds // 4)
             times, number = run(workload(name, old), rounds, clock)
             report(name, times, rounds, number)
+            if args.phases and name != "cnn":
+                report_phases(name, run_phases(workload(name, old), rounds, clock, number), rounds, number)
 
 
 if __name__ == "__main__":

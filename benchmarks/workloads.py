@@ -39,11 +39,13 @@ def mlp_data(seed=0, batch=64):
     return x, y, [w1, b1, w2, b2]
 
 
-def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
+def mlp_step_numpy(params, x, y, lr=np.float32(0.1), marks=None):
     """One SGD step of a ReLU MLP with softmax cross-entropy, by hand; updates the arrays in `params` in place.
 
     Written in place where NumPy allows (`+=`, `out=`): the same operations in the same order as the
-    allocating version it replaced (equal bits), 10% less CPU time (benchmarks/RESULTS.md).
+    allocating version it replaced (equal bits), 10% less CPU time (benchmarks/RESULTS.md).  `marks`, a list
+    with a `clock` attribute: the step appends `marks.clock()` after the loss and after the gradients (phase
+    timings, ab_eager.py's `--phases`).
     """
     w1, b1, w2, b2 = params
     h = x @ w1
@@ -56,6 +58,8 @@ def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
     e = np.exp(z)
     s = e.sum(axis=1, keepdims=True)
     loss = np.mean(-np.sum(y * (z - np.log(s)), axis=1))
+    if marks is not None:
+        marks.append(marks.clock())
     e /= s                      # softmax
     e -= y
     e /= np.float32(x.shape[0])  # d loss / d logits
@@ -65,6 +69,8 @@ def mlp_step_numpy(params, x, y, lr=np.float32(0.1)):
     dh *= active
     dw1 = x.T @ dh
     db1 = dh.sum(axis=0)
+    if marks is not None:
+        marks.append(marks.clock())
     dw1 *= lr
     w1 -= dw1
     b1 -= lr * db1

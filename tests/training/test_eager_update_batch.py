@@ -135,3 +135,17 @@ def test_plain_sgd_steps_give_the_general_steps_bits_results_and_counter():
         np.testing.assert_array_equal(fast, general)
         np.testing.assert_array_equal(fast, from_numpy)
     assert int(results[0][-1]) == 3
+
+
+def test_a_subclass_of_sgd_keeps_its_own_update_rule():
+    # plain SGD's own eager step skips `_apply`; a subclass overriding it must still have it called
+    class HalfSGD(optimizers.SGD):
+        def _apply(self, g, v, t, h, counter):
+            self._flush_writes()
+            return v.assign_sub(g * 0.5)
+
+    v = ek.Variable(np.full(3, 1.0, np.float32))
+    opt = HalfSGD(0.1)
+    opt.apply_gradients([(ek.constant(np.full(3, 1.0, np.float32)), v)])
+    np.testing.assert_array_equal(v.numpy(), np.full(3, 0.5, np.float32))
+    assert int(opt.iterations.numpy()) == 1

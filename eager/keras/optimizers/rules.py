@@ -47,7 +47,8 @@ class SGD(Optimizer):
         self.nesterov = bool(nesterov)
 
     def _step(self, pairs, eager):
-        if eager and not self._slot_kinds and "weight_decay" not in self._hyper:
+        # a subclass may override a step's parts (`_apply`, `_clip`, ...): it takes the general step
+        if eager and type(self) is SGD and not self._slot_kinds and "weight_decay" not in self._hyper:
             calls = self._plain_eager_updates(pairs)
             if calls is not None:
                 execute_writes(calls)
