@@ -27,6 +27,7 @@ from benchmarks.bench_tracing import mlp_train_step
 from benchmarks.mlp_function_parts import measure
 from benchmarks.workloads import mlp_data, mlp_step_numpy
 from graph_runtime.fusion import kernel as fusion_kernel, numpy_backend
+from graph_runtime.passes import relu_bias_grad
 
 
 @contextlib.contextmanager
@@ -36,7 +37,17 @@ def _no_full_constants():
         yield
 
 
-LEVERS = {"full_constants": _no_full_constants}
+@contextlib.contextmanager
+def _no_relu_bias_grad():
+    # ReluGrad and the bias's SumToLike stay two ops (passes/relu_bias_grad.py)
+    old = relu_bias_grad.set_enabled(False)
+    try:
+        yield
+    finally:
+        relu_bias_grad.set_enabled(old)
+
+
+LEVERS = {"full_constants": _no_full_constants, "relu_bias_grad": _no_relu_bias_grad}
 
 
 def traced(params, x, y, off=None):

@@ -7,6 +7,7 @@ Pipeline (Grappler's order, minus what has no meaning here; see docs/architectur
     -> [repeat the iterative passes until nothing changes, at most
         `max_iterations` times; Grappler does 2]
     -> pool_activation (MaxPool(Relu(z)) -> Relu(MaxPool(z)), its gradient one op; once)
+    -> relu_bias_grad (ReluGrad and the bias's SumToLike over rows -> one op; once)
     -> fusion (elementwise groups -> one generated kernel each; once, after
        the rewrites that look at individual ops; graph_runtime/fusion/)
     -> bodies (If/Case/While bodies through this same pipeline, recursively;
@@ -54,7 +55,7 @@ from .core import GraphPass, PassContext, PassError, PassStats, get_pass
 
 DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic",
                     "common_subexpression", "scale_folding", "loop_invariant", "dependency", "pool_activation",
-                    "fusion", "bodies", "memory")
+                    "relu_bias_grad", "fusion", "bodies", "memory")
 DEFAULT_MAX_ITERATIONS = 4
 
 
