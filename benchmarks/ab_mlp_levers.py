@@ -27,7 +27,7 @@ from benchmarks.bench_tracing import mlp_train_step
 from benchmarks.mlp_function_parts import measure
 from benchmarks.workloads import mlp_data, mlp_step_numpy
 from graph_runtime.fusion import kernel as fusion_kernel, numpy_backend
-from graph_runtime.passes import relu_bias_grad
+from graph_runtime.passes import bias_relu, relu_bias_grad
 
 
 @contextlib.contextmanager
@@ -37,17 +37,22 @@ def _no_full_constants():
         yield
 
 
-@contextlib.contextmanager
-def _no_relu_bias_grad():
-    # ReluGrad and the bias's SumToLike stay two ops (passes/relu_bias_grad.py)
-    old = relu_bias_grad.set_enabled(False)
-    try:
-        yield
-    finally:
-        relu_bias_grad.set_enabled(old)
+def _pass_off(module):
+    """A lever: the pass `module` (relu_bias_grad, bias_relu) switched off."""
+    @contextlib.contextmanager
+    def off():
+        old = module.set_enabled(False)
+        try:
+            yield
+        finally:
+            module.set_enabled(old)
+    return off
 
 
-LEVERS = {"full_constants": _no_full_constants, "relu_bias_grad": _no_relu_bias_grad}
+# relu_bias_grad: ReluGrad and the bias's SumToLike stay two ops; bias_relu: the bias add and relu stay a fused
+# elementwise kernel
+LEVERS = {"full_constants": _no_full_constants, "relu_bias_grad": _pass_off(relu_bias_grad),
+          "bias_relu": _pass_off(bias_relu)}
 
 
 def traced(params, x, y, off=None):

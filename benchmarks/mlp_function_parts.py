@@ -33,10 +33,10 @@ from benchmarks.bench_tracing import mlp_train_step
 from benchmarks.workloads import mlp_data, mlp_step_numpy
 
 # the op types the `kernels` replica expects at each step of the full-size plan
-PLAN_OPS = ("ReadVariableOp", "MatMul", "ReadVariableOp", "FusedElementwise", "ReadVariableOp", "MatMul",
-            "ReadVariableOp", "AddV2", "SoftmaxCrossEntropyWithLogits", "Mul", "MatMul", "ReluGrad", "SumToLike",
-            "SumToLike", "MatMul", "ReadVariableOp", "FusedElementwise", "MatMul", "InplaceApplyGradientDescent",
-            "AssignSubVariableOp", "AssignSubVariableOp", "AssignSubVariableOp", "AssignAddVariableOp", "Mean")
+PLAN_OPS = ("ReadVariableOp", "MatMul", "ReadVariableOp", "BiasRelu", "ReadVariableOp", "MatMul", "ReadVariableOp",
+            "AddV2", "SoftmaxCrossEntropyWithLogits", "Mul", "SumToLike", "MatMul", "ReluGradBiasGrad", "MatMul",
+            "ReadVariableOp", "FusedElementwise", "MatMul", "InplaceApplyGradientDescent", "AssignSubVariableOp",
+            "AssignSubVariableOp", "AssignSubVariableOp", "AssignAddVariableOp", "Mean")
 
 
 def toy_data():
@@ -69,19 +69,20 @@ def kernels_step(params, x, y):
     native.available()
 
     def step():
-        h = k[3](x @ w1, b1)                              # bias + relu, fused
+        h = k[3](x @ w1, b1)                              # bias + relu (BiasRelu)
         loss, dlogits = k[8](y, k[7](h @ w2, b2))
         dlogits = k[9](dlogits, scale)
-        dh = k[11](dlogits @ w2.T, h)                     # ReluGrad
-        db1, db2, dw2 = k[12](dh, b1), k[13](dlogits, b2), h.T @ dlogits
-        alpha, *products = k[16](lr, db1, dw2, db2)       # lr and lr * (db1, dw2, db2)
+        db2 = k[10](dlogits, b2)
+        dh, db1 = k[12](dlogits @ w2.T, h)                # ReluGradBiasGrad
+        dw2 = h.T @ dlogits
+        alpha, *products = k[15](lr, db1, dw2, db2)       # lr and lr * (db1, dw2, db2)
         dw1 = x.T @ dh
         native.sgd_update(w1, dw1, alpha) if native.use(3 * dw1.nbytes) else np.subtract(w1, dw1 * alpha, out=w1)
         for p in products:
             target = next(t for t in (b1, w2, b2) if t.shape == p.shape)
             np.subtract(target, p, out=target)
         np.add(iteration, 1, out=iteration)
-        return k[23](loss)
+        return k[22](loss)
     return step
 
 

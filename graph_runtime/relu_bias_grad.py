@@ -103,28 +103,34 @@ def _native_ok(dy, y) -> bool:
 
 
 def _same_bits(a, b) -> bool:
+    a, b = (a if type(a) is tuple else (a,)), (b if type(b) is tuple else (b,))
     return all(x.dtype == w.dtype and x.shape == w.shape and
                np.array_equal(x.view(f"u{x.dtype.itemsize}"), w.view(f"u{w.dtype.itemsize}")) for x, w in zip(a, b))
 
 
-def promoting_kernel():
-    """A plan step's kernel: NumPy's for its first `PROMOTE_AFTER` calls, then the compiled pass when it may run
-    (module docstring), kept only if its first result has NumPy's bits."""
-    state = {"calls": 0, "native": None}       # native: None undecided, True checked equal, False refused
+def promoting(numpy_fn, native_fn, native_ok):
+    """A plan step's kernel of two arrays: `numpy_fn` for its first `PROMOTE_AFTER` calls, then `native_fn`
+    while `native_ok(x, y)` and native kernels are enabled, kept only if its first result has `numpy_fn`'s
+    bits (module docstring)."""
+    calls, decided = [0], [None]       # decided: None not yet, True checked equal, False refused
 
-    def kernel(dy, y):
-        use = state["native"]
+    def kernel(x, y):
+        use = decided[0]
+        if use:
+            return native_fn(x, y) if native_ok(x, y) and native.enabled() else numpy_fn(x, y)
         if use is None:
-            state["calls"] += 1
-            if state["calls"] < PROMOTE_AFTER or not _native_ok(dy, y) or not (native.enabled() and native.available()):
-                return numpy_kernel(dy, y)
-            want = numpy_kernel(dy, y)
-            state["native"] = use = _same_bits(native_call(dy, y), want)
-            return want
-        if use and _native_ok(dy, y) and native.enabled():
-            return native_call(dy, y)
-        return numpy_kernel(dy, y)
+            calls[0] += 1
+            if calls[0] >= PROMOTE_AFTER and native_ok(x, y) and native.enabled() and native.available():
+                want = numpy_fn(x, y)
+                decided[0] = _same_bits(native_fn(x, y), want)
+                return want
+        return numpy_fn(x, y)
     return kernel
+
+
+def promoting_kernel():
+    """ReluGradBiasGrad's plan kernel (`promoting`)."""
+    return promoting(numpy_kernel, native_call, _native_ok)
 
 
 def _infer(specs, attrs):

@@ -8,7 +8,8 @@
   `arithmetic` (rule table in arithmetic_rules.py), `common_subexpression`,
   `scale_folding`, `loop_invariant`, `dependency`, `pool_activation` (max-pool
   before relu, and its gradient in one op), `relu_bias_grad` (a dense layer's
-  relu and bias gradients in one op), `fusion`, `bodies`
+  relu and bias gradients in one op), `bias_relu` (its bias add and relu in
+  one op), `fusion`, `bodies`
   (optimizes If/Case/While bodies recursively), `memory`.
 - `rewriter.Rewriter` is the one graph-copying utility every pass uses;
   `pattern.py` the small pattern matcher behind the arithmetic rule table.
@@ -21,7 +22,7 @@ Imports its own submodules only (never `graph_runtime.session`).
 """
 from . import pruning, debug_stripper, constant_folding, arithmetic, cse, scale_folding  # noqa: F401 (register)
 from . import loop_invariant, dependency, memory, fusion, bodies, unused_outputs  # noqa: F401 (register)
-from . import pool_activation, relu_bias_grad  # noqa: F401 (register)
+from . import pool_activation, relu_bias_grad, bias_relu  # noqa: F401 (register)
 from .core import GraphPass, PassContext, PassError, PassStats, get_pass, register_pass, registered_passes
 from .manager import DEFAULT_PIPELINE, OptimizationReport, optimize, resolve_pipeline, run_pass
 from .rewriter import Rewriter, copy_graph

@@ -8,6 +8,7 @@ Pipeline (Grappler's order, minus what has no meaning here; see docs/architectur
         `max_iterations` times; Grappler does 2]
     -> pool_activation (MaxPool(Relu(z)) -> Relu(MaxPool(z)), its gradient one op; once)
     -> relu_bias_grad (ReluGrad and the bias's SumToLike over rows -> one op; once)
+    -> bias_relu (Relu(AddV2(a, bias)) -> one op; once)
     -> fusion (elementwise groups -> one generated kernel each; once, after
        the rewrites that look at individual ops; graph_runtime/fusion/)
     -> bodies (If/Case/While bodies through this same pipeline, recursively;
@@ -55,7 +56,7 @@ from .core import GraphPass, PassContext, PassError, PassStats, get_pass
 
 DEFAULT_PIPELINE = ("pruning", "unused_outputs", "debug_stripper", "constant_folding", "arithmetic",
                     "common_subexpression", "scale_folding", "loop_invariant", "dependency", "pool_activation",
-                    "relu_bias_grad", "fusion", "bodies", "memory")
+                    "relu_bias_grad", "bias_relu", "fusion", "bodies", "memory")
 DEFAULT_MAX_ITERATIONS = 4
 
 

@@ -6,33 +6,18 @@ import pytest
 
 import eager as ek
 import graph_runtime as gr
-from eager import native
 from graph_runtime import relu_bias_grad as rbg
 from graph_runtime.passes import relu_bias_grad
 from tracing import function
 
+from dense_relu_helpers import bits, compile_at_once, data
 from pass_helpers import count_type, optimized
 
-SPECIAL = np.array([0x80000000, 0, 0x7fc00123, 0xffc00002, 0x7f800001, 0x7f800000, 0xff800000, 1, 0x80000001],
-                   np.uint32).view(np.float32)
 OFF = gr.SessionConfig(disabled_passes=("relu_bias_grad",))
 
 
-def _bits(a):
-    a = np.asarray(a)
-    return a.view(np.dtype(f"u{a.dtype.itemsize}"))
-
-
-def _data(shape, seed, dtype=np.float32):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal(shape).astype(dtype)
-    special = SPECIAL if dtype == np.float32 else np.array([-0.0, 0.0, np.nan, -np.nan, np.inf, -np.inf], dtype)
-    a.reshape(-1)[::7] = np.resize(special, a.reshape(-1)[::7].shape)
-    return a
-
-
 def _layer_inputs(rows, cols, seed, dtype=np.float32):
-    dy, y = _data((rows, cols), seed, dtype), np.maximum(_data((rows, cols), seed + 1, dtype), dtype(0))
+    dy, y = data((rows, cols), seed, dtype), np.maximum(data((rows, cols), seed + 1, dtype), dtype(0))
     y[:, 0] = 0.0                           # a dead unit: every g is dy * 0, negative dy gives -0.0 ...
     dy[:, 0] = -np.arange(1, rows + 1)      # ... so its bias gradient sums -0.0s (onto +0.0, as NumPy)
     return dy, y
@@ -40,14 +25,7 @@ def _layer_inputs(rows, cols, seed, dtype=np.float32):
 
 @pytest.fixture
 def compiled_at_once(monkeypatch):
-    if not native.available():
-        pytest.skip("numba not installed")
-    monkeypatch.setattr(rbg, "PROMOTE_AFTER", 1)
-    monkeypatch.setattr(rbg, "NATIVE_MIN_ELEMENTS", 1)
-    calls = []
-    real = rbg.native_call
-    monkeypatch.setattr(rbg, "native_call", lambda dy, y: calls.append(dy.shape) or real(dy, y))
-    return calls
+    return compile_at_once(monkeypatch, rbg)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -59,8 +37,8 @@ def test_compiled_kernel_gives_the_numpy_pair_bits(shape, dtype, compiled_at_onc
     want = (g, np.add.reduce(g, (0,), dtype))
     got = rbg.native_call(dy, y)
     for a, b in zip(got, want):
-        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(_bits(a), _bits(b))
-    assert _bits(want[1])[0] == 0 and np.signbit(want[0][:, 0]).all()     # -0.0s sum to +0.0, as NumPy's
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(bits(a), bits(b))
+    assert bits(want[1])[0] == 0 and np.signbit(want[0][:, 0]).all()     # -0.0s sum to +0.0, as NumPy's
 
 
 def _dense_step(x, w, b, c):
@@ -93,17 +71,17 @@ def _all_ways(feeds):
 def test_dense_gradients_bits_equal_everywhere(compiled, request):
     calls = request.getfixturevalue("compiled_at_once") if compiled else None
     rng = np.random.default_rng(5)
-    x = _data((16, 12), 1)
+    x = data((16, 12), 1)
     w = rng.standard_normal((12, 24)).astype(np.float32)
-    b = _data((24,), 2)
-    c = _data((16, 24), 3)
+    b = data((24,), 2)
+    c = data((16, 24), 3)
     c[:, 1] = -1.0
     x[0] = np.abs(x[0])
     runs, g, fetches = _all_ways([x, w, b, c])
     ref = runs["eager"]
     for name, values in runs.items():
         for a, r in zip(values, ref):
-            assert np.array_equal(_bits(a), _bits(r)), name
+            assert np.array_equal(bits(a), bits(r)), name
     out, report = optimized(g, [t.name for t in fetches])
     assert report.changes("relu_bias_grad") == 2 and count_type(out, "ReluGradBiasGrad") == 1   # 2 ops replaced
     assert count_type(out, "ReluGrad") == 0
@@ -131,12 +109,12 @@ def test_switch_and_disabled_pass_leave_the_pair():
 def test_one_column_stays_numpy(compiled_at_once):
     # NumPy sums a single column pairwise (a contiguous reduction), not row by row: the kernel keeps NumPy's
     kernel = rbg.promoting_kernel()
-    dy, y = _data((300, 1), 4), np.abs(_data((300, 1), 5))
+    dy, y = data((300, 1), 4), np.abs(data((300, 1), 5))
     with np.errstate(all="ignore"):
         want = rbg.numpy_kernel(dy, y)
         got = [kernel(dy, y) for _ in range(3)]
     for run in got:
-        assert all(np.array_equal(_bits(a), _bits(b)) for a, b in zip(run, want))
+        assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(run, want))
     assert not compiled_at_once
 
 
@@ -148,7 +126,7 @@ def test_a_bits_difference_keeps_numpy(monkeypatch, compiled_at_once):
         want = rbg.numpy_kernel(dy, y)
         got = [kernel(dy, y) for _ in range(3)]
     for run in got:
-        assert all(np.array_equal(_bits(a), _bits(b)) for a, b in zip(run, want))
+        assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(run, want))
 
 
 def test_fetched_bias_gradient_keeps_its_name():
@@ -157,9 +135,9 @@ def test_fetched_bias_gradient_keeps_its_name():
         ps = [gr.placeholder(ek.float32, s, name=n) for s, n in (((4, 3), "x"), ((3, 5), "w"), ((5,), "b"),
                                                                   ((4, 5), "c"))]
         h, dw, db = _dense_step(*ps)
-    feeds = [_data(p.shape.dims, i) for i, p in enumerate(ps)]
+    feeds = [data(p.shape.dims, i) for i, p in enumerate(ps)]
     with gr.Session(graph=g) as sess:
         on = sess.run([db, dw], dict(zip(ps, feeds)))
     with gr.Session(graph=g, config=OFF) as sess:
         off = sess.run([db, dw], dict(zip(ps, feeds)))
-    assert all(np.array_equal(_bits(a), _bits(b)) for a, b in zip(on, off))
+    assert all(np.array_equal(bits(a), bits(b)) for a, b in zip(on, off))
