@@ -13,6 +13,10 @@ Rewritten only when: `g` is output 0 of a `ReluGrad` of floats; the
 another device than the other.  One `SumToLike` per `ReluGrad`.  A fetched
 op keeps its name (`Rewriter.replace`).
 
+Only where the compiled kernel can run (numba installed, native kernels
+enabled): without it the op's NumPy kernel gains nothing measurable on the
+MLP step (2026-11-27-mlpk-bias-relu.md).  The bits are the same either way.
+
 A performance rewrite: `GRAPHJIT_RELU_BIAS_GRAD=0`, `set_enabled(False)` or
 `SessionConfig(disabled_passes=("relu_bias_grad",))` turns it off.  Runs once,
 before fusion (which would otherwise take ReluGrad into a group).  Imports
@@ -20,6 +24,7 @@ sibling pass modules, `eager` and `graph_runtime.relu_bias_grad`.
 """
 from __future__ import annotations
 
+from eager import native
 from eager.switches import Switch
 
 from ..relu_bias_grad import RELU_GRAD_BIAS_GRAD
@@ -60,7 +65,7 @@ def _pair(o):
 
 
 def fuse_relu_bias_grads(graph, ctx: PassContext):
-    if not enabled():
+    if not (enabled() and native.enabled() and native.installed()):     # module docstring: NumPy-only installs
         return graph, make_stats("relu_bias_grad", graph, graph)
     sums: dict = {}           # id(ReluGrad) -> its SumToLike
     for o in graph._ops:
