@@ -55,8 +55,8 @@ def _pooled(*arrays) -> bool:
 
 
 def _relu_grad_kernel(dy, y):
-    if not _pooled(dy, y):
-        return np.multiply(dy, y > 0, dtype=dy.dtype)
+    if not _pooled(dy, y):      # np.greater, not `>`: the fusion pass's tracers then expand this kernel into
+        return np.multiply(dy, np.greater(y, 0), dtype=dy.dtype)    # ufunc calls (no opaque call per chunk)
     positive = np.greater(y, 0, out=buffers.empty(y.shape, np.bool_))    # pooled: no fresh pages per step
     return np.multiply(dy, positive, out=buffers.empty(dy.shape, dy.dtype), dtype=dy.dtype)
 

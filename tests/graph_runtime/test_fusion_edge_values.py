@@ -119,3 +119,30 @@ def test_sigmoid_gradient_in_the_tails(dtype):
         tape.watch(x)
         y2 = traced(x)
     np.testing.assert_array_equal(tape.gradient(y2, x).numpy(), g)
+
+
+@pytest.mark.parametrize("force", STRATEGIES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_gradient_fuses_as_ufunc_calls_with_eager_bits(force, dtype):
+    # ReluGrad's kernel traces into ufunc instructions (np.greater, then the multiply), so a fused kernel runs
+    # it in place per chunk instead of calling the kernel and copying its fresh result; the bits stay eager's
+    # (NaN, signed zeros and infinities in both the gradient and the activation)
+    from eager.dispatch import execute
+    from eager.registry import get
+
+    def build(t):
+        return execute(get("ReluGrad"), (t * 1.5, ek.nn.relu(t - 1.0)), {})
+    x = _sized(EDGES.astype(dtype), force)
+    eager = build(ek.constant(x)).numpy()
+    ref, got, strategy = _fused(build, x, force)
+    assert strategy == force
+    _assert_same_bits(ref, eager)
+    _assert_same_bits(got, eager)
+    g = gr.Graph()
+    with g.as_default():
+        p = gr.placeholder(ek.as_dtype(x.dtype), x.shape, name="x")
+        y = build(p)
+    _, _, _, plan = fused_and_reference(g, {p: x}, [y], force=force, chunk_bytes=1024)
+    programs = [s.op.get_attr("program") for s in plan.steps if s.op.type == "FusedElementwise"]
+    assert [i.op_type for i in programs[0].instrs if i.kind == "opaque"] == []
+    assert "ReluGrad" in {i.op_type for i in programs[0].instrs}
