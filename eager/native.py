@@ -18,6 +18,9 @@ image's slabs stay in cache), with exactly the same arithmetic:
   become integer masks and the gradient is stored through its bits, the
   same values (a data-dependent branch mispredicts about every other window:
   0.6x of the general kernel's time on the CNN's 64x28x28x16);
+- `max_pool_2x2(x, out)`: the 2x2/2 max-pool forward in one pass (NumPy makes
+  three `np.maximum` passes over strided views), with NumPy's maximum rule
+  (`a if a > b or a is NaN else b`) in the same order;
 - `sgd_update(w, g, lr)`: plain SGD's `w -= g * lr` in one pass over memory
   instead of NumPy's two (the product into a temporary, then the
   difference), each element's product rounded to the dtype before the
@@ -324,6 +327,25 @@ def _max_pool_grad_2x2_py(x, dy, dxi, relu):
                     dxi[b, r + 1, q + 1, ch] = gi & k3
 
 
+def _max_pool_2x2_py(x, out):
+    # NumPy's maximum (a if a > b or a is NaN, else b: the first NaN wins, +0 and -0 tie to b), tap by tap in
+    # row-major order as the NumPy kernel's three calls; the `|` (not `or`) keeps the data out of branches
+    n, oh, ow, c = out.shape
+    for b in range(n):
+        for i in range(oh):
+            r = 2 * i
+            for j in range(ow):
+                q = 2 * j
+                for ch in range(c):
+                    t = x[b, r, q, ch]
+                    v = x[b, r, q + 1, ch]
+                    t = t if (t > v) | (t != t) else v
+                    v = x[b, r + 1, q, ch]
+                    t = t if (t > v) | (t != t) else v
+                    v = x[b, r + 1, q + 1, ch]
+                    out[b, i, j, ch] = t if (t > v) | (t != t) else v
+
+
 def _sgd_py(w, g, lr):
     r = lr[0]                                   # of w's dtype: the product rounds as np.multiply's does
     for i in range(w.size):
@@ -331,7 +353,7 @@ def _sgd_py(w, g, lr):
 
 
 _SOURCES = {"col2im": _col2im_py, "max_pool_grad": _max_pool_grad_py, "max_pool_grad_2x2": _max_pool_grad_2x2_py,
-            "sgd": _sgd_py}
+            "max_pool_2x2": _max_pool_2x2_py, "sgd": _sgd_py}
 
 
 # ------------------------------------------------------------------ entry points (callers check `use` first)
@@ -350,6 +372,12 @@ def max_pool_grad(x, dy, dx, kh, kw, relu=False) -> None:
     c = dy.shape[3]
     _kernel("max_pool_grad")(x, dy, dx, kh, kw, np.empty(c, x.dtype), np.empty(c, np.int64), np.zeros(1, dx.dtype),
                              np.ones(1, dx.dtype), relu)
+
+
+def max_pool_2x2(x, out) -> None:
+    """out [n, oh, ow, C] = the maxima of x's 2x2 windows (stride 2, no padding; rows and columns past the last
+    window ignored), NumPy's `np.maximum` tap by tap in row-major order: the NumPy kernel's bits."""
+    _kernel("max_pool_2x2")(x, out)
 
 
 def sgd_update(w, g, lr) -> None:

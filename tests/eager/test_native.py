@@ -183,3 +183,22 @@ def test_native_2x2_pool_gradients_route_every_special_value_by_the_scan(dtype, 
         got = get(op_name).kernel(x, y, dy, **POOL)
         want = _routed_by_scan(x, dy, relu=op_name == "ReluMaxPoolGrad")
     assert np.array_equal(got.view(bits), want.view(bits))
+
+
+@needs_numba
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_native_2x2_max_pool_keeps_numpys_maximum_rule(dtype):
+    # NumPy's maximum takes the first NaN (its payload), and b when +0 and -0 tie; the compiled pass must
+    # give the NumPy kernel's bits for every such pair, in its tap order, with rows past the last window
+    rng = np.random.default_rng(9)
+    bits = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    special = np.array(SPECIAL_BITS[dtype], bits).view(dtype)
+    x = rng.integers(-2, 3, (3, 9, 8, 5)).astype(dtype)
+    x.reshape(-1)[::3] = np.resize(special, x.reshape(-1)[::3].shape)
+    with np.errstate(all="ignore"):
+        with native.options(enabled=True, min_bytes=0):
+            on = get("MaxPool").kernel(x, **POOL)
+        with native.options(enabled=False):
+            off = get("MaxPool").kernel(x, **POOL)
+    assert on.shape == (3, 4, 4, 5)
+    assert np.array_equal(on.view(bits), off.view(bits))
