@@ -52,10 +52,6 @@ def _backprop_filter(x, dy):
                    {"strides": (2, 2), "padding": "SAME", "dilations": (1, 1)})
 
 
-def _backprop_pair(x, f, dy):
-    return execute(nn_conv.CONV2D_PAIR, (x, f, dy), {"strides": (2, 2), "padding": "SAME", "dilations": (1, 1)})
-
-
 _POOL_Z = np.array([-3.0, 0.5, 2.0, -1.0, 1.5, -2.5, 0.25, 3.5, -0.5, -4.0, -1.5, -2.0, 1.0, 2.5, -3.5, 0.75] * 2
                    ).reshape(1, 4, 4, 2)          # windows with a positive maximum and one all negative
 
@@ -120,8 +116,6 @@ CASES = [
              lambda f, dy: ek.nn.conv2d_transpose(dy, f, _CONV_INPUT_SIZES, 2, "SAME"), [(3, 3, 3, 2), (2, 3, 3, 2)],
              id="conv_backprop_input"),
     GradCase("Conv2DBackpropFilter", _backprop_filter, [(2, 5, 5, 3), (2, 3, 3, 2)], id="conv_backprop_filter"),
-    GradCase("Conv2DBackpropPair", _backprop_pair, [(2, 5, 5, 3), (3, 3, 3, 2), (2, 3, 3, 2)],
-             id="conv_backprop_pair"),
     GradCase("MaxPool", lambda x: ek.nn.max_pool2d(x, 2, 2, "VALID"), make_inputs=distinct((2, 4, 4, 2)),
              id="max_pool_valid"),
     GradCase("MaxPool", lambda x: ek.nn.max_pool2d(x, 3, 2, "SAME"), make_inputs=distinct((1, 5, 4, 2)),
