@@ -36,17 +36,25 @@ from tracing import function
 
 
 @contextlib.contextmanager
-def _switched_on(set_enabled):
-    old = set_enabled(True)
+def _owned():
+    old = own_cores.set_enabled(True)
     try:
         yield
     finally:
-        set_enabled(old)
+        own_cores.set_enabled(old)
+
+
+@contextlib.contextmanager
+def _pair():
+    old = conv_grad_pair.set_enabled(True)
+    try:
+        yield
+    finally:
+        conv_grad_pair.set_enabled(old)
 
 
 SETTINGS = {"taps": contextlib.nullcontext, "transpose": lambda: conv_algorithms.forced(input="transpose"),
-            "owned": lambda: _switched_on(own_cores.set_enabled),
-            "pair": lambda: _switched_on(conv_grad_pair.set_enabled), "numpy": contextlib.nullcontext}
+            "owned": _owned, "pair": _pair, "numpy": contextlib.nullcontext}
 OWN_STEP = frozenset({"pair"})      # settings read when the gradient is built: a step of their own
 
 
