@@ -5,10 +5,7 @@ Settings, each a context around the same traced (or eager) step of cnn_workload.
 - `taps`: the defaults (the cost model picks `taps` for conv2's input gradient);
 - `transpose`: the conv2 input gradient as the transposed convolution (the pick before session 12),
   `conv_algorithms.forced(input="transpose")`;
-- `owned`: the defaults with `eager.own_cores.set_enabled(True)` (what `GRAPHJIT_OWN_CORES=1` does);
-- `pair`: the defaults with `conv_grad_pair.set_enabled(True)` (what `GRAPHJIT_CONV_GRAD_PAIR=1` does: conv2's
-  input and filter gradients at once on two cores); the switch acts when the gradient is built, so this
-  setting runs its own step (traced under it, with its own copy of the filters).
+- `owned`: the defaults with `eager.own_cores.set_enabled(True)` (what `GRAPHJIT_OWN_CORES=1` does).
 
 Each round times a batch of steps of every setting and of the hand-written NumPy step, the order rotated
 every round (whichever runs right after the NumPy step meets OpenBLAS's spinning worker and pays for the
@@ -18,7 +15,7 @@ loop of one kind of step sees.  Printed: median times, the median of the per-rou
 setting with its quartiles, and the median ratio to NumPy.
 
 Run: `python -m benchmarks.ab_cnn [--mode function|eager] [--rounds N] [--steps K] [--settle S] [--cpu]
-[--only taps,transpose,owned,pair]`.  `--cpu` times CPU time (all threads).
+[--only taps,transpose,owned]`.  `--cpu` times CPU time (all threads).
 """
 from __future__ import annotations
 
@@ -31,7 +28,7 @@ import time
 import eager as ek
 from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
 from eager import own_cores
-from eager.ops import conv_algorithms, conv_grad_pair
+from eager.ops import conv_algorithms
 from tracing import function
 
 
@@ -44,18 +41,8 @@ def _owned():
         own_cores.set_enabled(old)
 
 
-@contextlib.contextmanager
-def _pair():
-    old = conv_grad_pair.set_enabled(True)
-    try:
-        yield
-    finally:
-        conv_grad_pair.set_enabled(old)
-
-
 SETTINGS = {"taps": contextlib.nullcontext, "transpose": lambda: conv_algorithms.forced(input="transpose"),
-            "owned": _owned, "pair": _pair, "numpy": contextlib.nullcontext}
-OWN_STEP = frozenset({"pair"})      # settings read when the gradient is built: a step of their own
+            "owned": _owned, "numpy": contextlib.nullcontext}
 
 
 def main(argv) -> int:
@@ -71,13 +58,9 @@ def main(argv) -> int:
     clock = time.process_time if args.cpu else time.perf_counter
     x, filters = cnn_data()
     np_filters = [f.copy() for f in filters]
+    step = make_cnn_step(ek, [ek.Variable(f) for f in filters])
+    step = function(step) if args.mode == "function" else step
     xt = ek.constant(x)
-
-    def new_step():
-        step = make_cnn_step(ek, [ek.Variable(f) for f in filters])
-        return function(step) if args.mode == "function" else step
-    shared = new_step()
-    steps = {name: new_step() if name in OWN_STEP else shared for name in names}
 
     def batch(name):
         if name == "numpy":
@@ -85,7 +68,7 @@ def main(argv) -> int:
                 cnn_step_numpy(np_filters, x)
         else:
             for _ in range(args.steps):
-                steps[name](xt)
+                step(xt)
 
     times = {n: [] for n in names}
     for r in range(args.rounds + 1):          # round 0 warms every setting up and is not counted

@@ -35,7 +35,7 @@ from typing import Callable, Iterable
 from . import blas_threads, parallel
 from .switches import Switch
 
-OP_TYPES = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "Conv2DBackpropPair"})
+OP_TYPES = frozenset({"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"})
 
 _switch = Switch("GRAPHJIT_OWN_CORES", "own_cores.set_enabled", default=False)
 

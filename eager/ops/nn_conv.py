@@ -14,7 +14,7 @@ be dynamic in graphs.  Gradient rules skip inputs nobody needs
 Pooling lives in `nn_pool.py`.
 
 Imports: numpy, the eager core, `array.shape` (size inputs), `windows`,
-`conv_algorithms`, `conv_grad_pair` (both gradients at once, an opt-in).
+`conv_algorithms`.
 """
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ from ..dtypes import int32
 from ..errors import InvalidArgumentError
 from ..registry import Spec, op
 from . import conv_algorithms as algos
-from . import conv_grad_pair
 from .array import shape as _shape
 from .windows import check_format, check_rank4, geometry, hw_arg, padding_arg, sizes, static_out_hw
 
@@ -103,8 +102,6 @@ def _infer_conv_filter(specs, attrs):
 def _g_conv2d(op, dy):
     x, f = op.inputs
     skip = getattr(op, "skip_input_indices", ())
-    if not skip and conv_grad_pair.enabled():       # both wanted: at once on two cores (opt-in)
-        return list(execute(CONV2D_PAIR, (x, f, dy), op.attrs))
     return [None if 0 in skip else execute(CONV2D_INPUT, (_shape(x), f, dy), op.attrs),
             None if 1 in skip else execute(CONV2D_FILTER, (x, _shape(f), dy), op.attrs)]
 
@@ -128,7 +125,6 @@ CONV2D_INPUT = op("Conv2DBackpropInput", _conv2d_input_kernel, _infer_conv_input
                   doc="Gradient of Conv2D wrt its input (= transposed convolution); inputs (input_sizes, filter, dy).")
 CONV2D_FILTER = op("Conv2DBackpropFilter", _conv2d_filter_kernel, _infer_conv_filter, _g_conv2d_filter,
                    doc="Gradient of Conv2D wrt its filter; inputs (input, filter_sizes, dy).")
-CONV2D_PAIR = conv_grad_pair.make_op(CONV2D, CONV2D_INPUT, CONV2D_FILTER)
 
 
 def _float4d(opname, what, x):

@@ -55,7 +55,7 @@ from .rewriter import Rewriter, is_stateful
 DEFAULT_MIN_BYTES = 128 * 1024
 _FRESH = frozenset({"MatMul", "Conv2D", "Softmax", "LogSoftmax", "Sigmoid", "BiasAdd", "Relu", "ReluGrad",
                     "InplaceElementwise", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
-                    "AvgPool", "AvgPoolGrad", "ReluMaxPoolGrad", "Conv2DBackpropPair"})
+                    "AvgPool", "AvgPoolGrad", "ReluMaxPoolGrad"})
 _UFUNCS: dict = {}
 
 
