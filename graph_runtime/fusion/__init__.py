@@ -28,7 +28,7 @@ the rest 0).  Later operations carry such a difference along like any rounding
 difference (a subtraction of nearly equal values would magnify it; sigmoid's
 kernel has none: exp(min(x, 0)) / (1 + exp(-|x|)), accurate in both tails).  Signed zeros are
 NumPy's (sign(-0.0) = +0.0); the sign of a NaN may differ.  A big chunked kernel that will run
-compiled (numba installed, at least `kernel.NATIVE_MIN_ELEMENTS` elements) computes float32 tanh with
+compiled (numba installed, at least `kernel.FAST_TANH_MIN_ELEMENTS` elements) computes float32 tanh with
 fast_tanh.py's vectorized function, in every variant and from its first call: at most 1 ulp from
 NumPy's result over all 2^32 inputs (edge values exact), as does a While body's small tanh kernel
 compiled as one call (control_flow/loop_kernels.py); `options(fast_tanh=False)` or

@@ -22,7 +22,8 @@ Large chunked kernels may split their chunk range across the kernel pool
 pooling kernels; NumPy releases the GIL inside ufunc loops), and a chunked
 kernel of at least `NATIVE_MIN_ELEMENTS` elements, at its `PROMOTE_AFTER`-th
 call, with numba installed, tries its compiled variant (native_backend.py),
-kept only if its bits match.  Such a kernel (`will_compile`) computes a float32
+kept only if its bits match.  Such a kernel (`will_compile`) of at least
+`FAST_TANH_MIN_ELEMENTS` elements computes a float32
 tanh with the vectorized function of fast_tanh.py in every variant, from its
 first call (option `fast_tanh`, on by default; within 1 ulp of `np.tanh`; the
 NumPy form is slow, but runs only until the promotion, after which only the
@@ -53,7 +54,11 @@ from .program import interpret
 
 MAX_DYNAMIC_KERNELS = 32
 THREAD_MIN_ELEMENTS = 1 << 20
-NATIVE_MIN_ELEMENTS = 1 << 20     # a chunked kernel this big may promote to compiled loops (autotune.py)
+# a chunked kernel this big may promote to compiled loops (autotune.py): the CNN's relu/loss-gradient kernel
+# (401,408 elements) runs 3x faster compiled, and processes with such tensors already start numba for
+# eager.native's convolution and pooling kernels
+NATIVE_MIN_ELEMENTS = 1 << 18
+FAST_TANH_MIN_ELEMENTS = 1 << 20  # ... and computes float32 tanh with fast_tanh.py (1 ulp) only from this size
 PROMOTE_AFTER = 8                 # ... at its 8th call: tests and examples never pay numba's start-up
 
 
@@ -140,7 +145,8 @@ def _tuned_chunked(program, shapes, layout, opts: FusionOptions, elements: int) 
     """The chunked kernel with its runners: serial, and split over the pool if big enough and allowed
     (`opts.threads`: None lets the timings choose, 1 never splits, more always splits)."""
     promote = elements >= NATIVE_MIN_ELEMENTS
-    fast = promote and opts.fast_tanh and will_compile(program, layout) and native_backend.fast_tanh_program(program)
+    fast = (elements >= FAST_TANH_MIN_ELEMENTS and promote and opts.fast_tanh and will_compile(program, layout)
+            and native_backend.fast_tanh_program(program))
     if fast:
         # every variant computes the compiled loops' tanh, from the first call: results never depend on
         # which variant ran or on how many calls came before

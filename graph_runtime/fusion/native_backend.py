@@ -6,7 +6,11 @@ one `tanh`.  Here each run of consecutive IEEE arithmetic instructions (add,
 subtract, multiply, true_divide, negative, square on float32 or float64, all
 operands of the instruction's own dtype), and the float32 tanh of
 fast_tanh.py, becomes one compiled loop that keeps its intermediates in
-registers and stores only the values read later; every other instruction
+registers and stores only the values read later; `maximum` (NumPy's rule:
+the first operand if it is greater or NaN, else the second, so `maximum(0.0,
+-0.0)` is -0.0 and a NaN's payload is kept), `greater` (a bool result) and a
+multiply by a bool operand (the bool converted to the float dtype first, as
+NumPy's loop does) join these runs, so relu and its gradient compile too; every other instruction
 (`exp`, NumPy's own `tanh`, ...) stays NumPy's ufunc.
 
 Bits: each element goes through the same IEEE operations in the same order as
@@ -46,6 +50,10 @@ from .numpy_backend import Layout, _Env, _alloc, _call, _compile
 
 _OPS = {np.add: "{0} + {1}", np.subtract: "{0} - {1}", np.multiply: "{0} * {1}", np.true_divide: "{0} / {1}",
         np.negative: "-{0}", np.square: "{0} * {0}", tanh32_numpy: "tanh32({0})"}
+_MAXIMUM = "({0} if ({0} > {1} or {0} != {0}) else {1})"     # NumPy 2's maximum, NaN payloads included
+_OPS[np.maximum] = _MAXIMUM
+_OPS[np.greater] = "({0} > {1})"
+_BOOL = np.dtype(np.bool_)
 _FLOATS = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
 _F32 = np.dtype(np.float32)
 
@@ -67,8 +75,14 @@ def compilable(program, layout: Layout) -> bool:
 
 
 def _eligible(program, ins) -> bool:
-    return (ins.kind == "ufunc" and ins.fn in _OPS and ins.dtype in _FLOATS
-            and all(program.dtypes[a] == ins.dtype for a in ins.args))
+    if ins.kind != "ufunc" or ins.fn not in _OPS or ins.attrs:
+        return False
+    dts = [program.dtypes[a] for a in ins.args]
+    if ins.fn is np.greater:        # floats of one dtype compared: a bool
+        return ins.dtype == _BOOL and dts[0] in _FLOATS and dts[0] == dts[1]
+    # a bool factor is converted to the float dtype first (relu's gradient: dy * (y > 0))
+    allowed = (ins.dtype, _BOOL) if ins.fn is np.multiply else (ins.dtype,)
+    return ins.dtype in _FLOATS and all(d in allowed for d in dts)
 
 
 def _runs(program, looped: list) -> list:
@@ -177,6 +191,8 @@ def _loop(program, group: list, loc: dict, scalars: dict, read_outside: set) -> 
     body = []
     for ins in group:
         args = [expr.get(a) or (params[a] + "[i]" if params[a].startswith("a") else params[a]) for a in ins.args]
+        if ins.fn is np.multiply:       # NumPy's loop casts a bool factor to the float dtype
+            args = [f"{ins.dtype.name}({e})" if program.dtypes[a] == _BOOL else e for a, e in zip(ins.args, args)]
         body.append(f"        {expr[ins.out]} = {_OPS[ins.fn].format(*args)}")
     writes, out_params = [], []
     for ins in group:
@@ -208,7 +224,7 @@ def tanh32_compiled() -> Callable:
 def _compiled_loop(src: str) -> Callable:
     fn = _LOOPS.get(src)
     if fn is None:
-        ns: dict = {"tanh32": tanh32_compiled()}
+        ns: dict = {"tanh32": tanh32_compiled(), "float32": np.float32, "float64": np.float64}
         generated_source.load(src, "native-loop", ns)      # kept in linecache: the loop may live all along
         fn = native.jit(ns["loop"])
         if len(_LOOPS) >= MAX_LOOPS:

@@ -111,6 +111,7 @@ N = 5000
 @pytest.fixture
 def small_thresholds(monkeypatch):
     monkeypatch.setattr(kernel_module, "NATIVE_MIN_ELEMENTS", 1000)
+    monkeypatch.setattr(kernel_module, "FAST_TANH_MIN_ELEMENTS", 1000)
     monkeypatch.setattr(kernel_module, "THREAD_MIN_ELEMENTS", 1000)
     monkeypatch.setattr(kernel_module, "PROMOTE_AFTER", 3)
     fusion.clear_caches()

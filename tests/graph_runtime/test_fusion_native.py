@@ -130,7 +130,66 @@ def test_runs_group_only_ieee_arithmetic_of_one_float_dtype():
     s2 = b.ufunc(np.add, s1, x)
     s3 = b.ufunc(np.tanh, s2)
     s4 = b.ufunc(np.subtract, s3, x)
-    s5 = b.ufunc(np.add, i, i)                          # integers stay NumPy's
-    program = b.finish([s4, s5], [ek.float32, ek.int32], [])
+    s5 = b.ufunc(np.maximum, s4, x)                     # maximum, greater and a bool factor join the run
+    s6 = b.ufunc(np.multiply, x, b.ufunc(np.greater, s5, x))
+    s7 = b.ufunc(np.add, i, i)                          # integers stay NumPy's
+    s8 = b.ufunc(np.greater, i, i)
+    program = b.finish([s6, s7, s8], [ek.float32, ek.int32, ek.bool], [])
     groups = native_backend._runs(program, list(program.instrs))
-    assert [len(g) if isinstance(g, list) else g.fn.__name__ for g in groups] == [2, "tanh", "subtract", "add"]
+    assert [len(g) if isinstance(g, list) else g.fn.__name__ for g in groups] == [2, "tanh", 4, "add", "greater"]
+
+
+_SPECIALS = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-30]
+
+
+def _special_pairs(dtype):
+    """x, y of length N whose first entries are every pair of special values (and a NaN with a payload)."""
+    nan_payload = np.array([np.nan], dtype)
+    nan_payload.view(np.uint32 if dtype == np.float32 else np.uint64)[0] |= 5
+    specials = np.concatenate([np.array(_SPECIALS, dtype), nan_payload])
+    xs, ys = np.meshgrid(specials, specials)
+    x, y = _values(dtype), np.roll(_values(dtype), 7)
+    x[:xs.size], y[:ys.size] = xs.ravel(), ys.ravel()
+    return x, y
+
+
+def fused_programs(plan) -> list:
+    return [s.op.get_attr("program") for s in plan.steps if s.op.type == "FusedElementwise"]
+
+
+def _relu_step(x, y):
+    """The CNN's loss-gradient kernel's shape: maximum, relu, its square, and relu's gradient (a multiply by
+    the bool `greater`), over special values in both operands."""
+    from eager.dispatch import execute
+    from eager.registry import get
+    r = ek.nn.relu(ek.maximum(x, y))
+    return ek.square(r), execute(get("ReluGrad"), (r * y * 2.0, r), {})
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_maximum_greater_and_bool_multiply_compile_with_numpys_bits(dtype):
+    xv, yv = _special_pairs(dtype)
+    want = [t.numpy() for t in _relu_step(ek.constant(xv), ek.constant(yv))]
+    g = gr.Graph()
+    with g.as_default():
+        x = gr.placeholder(ek.as_dtype(dtype), (N,), name="x")
+        y = gr.placeholder(ek.as_dtype(dtype), (N,), name="y")
+        outs = list(_relu_step(x, y))
+    feeds = {x: xv, y: yv}
+    ref, _, _, plan = fused_and_reference(g, feeds, outs, numexpr=False, chunk_bytes=1024, threads=1)
+    assert_bitwise(want, ref)
+    holder = _holder(plan)
+    for _ in range(4):
+        plan(*feeds.values())
+    assert holder.native is not None and holder.state == "settled"
+    program = fused_programs(plan)[0]
+    assert all(isinstance(g, list) for g in native_backend._runs(program, list(program.instrs)))  # no NumPy call
+    holder.pin("native, serial")
+    assert_bitwise(want, list(plan(*feeds.values())))
+    with gr.Session(graph=g) as sess:
+        assert_bitwise(want, list(sess.run(outs, feed_dict=feeds)))
+    with fusion.options(chunk_bytes=1024, threads=1):
+        f = function(_relu_step)
+        for _ in range(4):
+            got = [t.numpy() for t in f(ek.constant(xv), ek.constant(yv))]
+    assert_bitwise(want, got)
