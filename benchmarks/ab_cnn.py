@@ -27,6 +27,7 @@ import time
 
 import eager as ek
 from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
+from benchmarks.harness import rounds_arg
 from eager import own_cores
 from eager.ops import conv_algorithms
 from tracing import function
@@ -48,7 +49,7 @@ SETTINGS = {"taps": contextlib.nullcontext, "transpose": lambda: conv_algorithms
 def main(argv) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.ab_cnn")
     ap.add_argument("--mode", choices=("function", "eager"), default="function")
-    ap.add_argument("--rounds", type=int, default=21)
+    ap.add_argument("--rounds", type=rounds_arg, default=21)
     ap.add_argument("--steps", type=int, default=3, help="steps per batch")
     ap.add_argument("--settle", type=float, default=0.0, help="seconds of sleep before each batch")
     ap.add_argument("--cpu", action="store_true")

@@ -34,6 +34,7 @@ import numpy as np
 
 import eager
 from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
+from benchmarks.harness import rounds_arg
 from benchmarks.workloads import mlp_data, mlp_step_numpy
 
 
@@ -170,7 +171,7 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rev", required=True, help="git revision whose eager package is 'old'")
     p.add_argument("--only", default="toy,mlp,cnn")
-    p.add_argument("--rounds", type=int, default=60)
+    p.add_argument("--rounds", type=rounds_arg, default=60)
     p.add_argument("--cpu", action="store_true", help="CPU time (time.process_time) instead of wall time")
     p.add_argument("--phases", action="store_true",
                    help="MLP workloads: time the forward pass, the gradients and the updates apart (NumPy's too)")

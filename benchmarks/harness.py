@@ -8,6 +8,7 @@ No timing assertions live anywhere: figures are printed, not tested.
 """
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from dataclasses import dataclass
@@ -103,6 +104,15 @@ def paired(candidate: Callable[[], object], baseline: Callable[[], object], roun
             else:
                 best_c = min(best_c, dt)
     return best_c, best_b
+
+
+def rounds_arg(text: str) -> int:
+    """argparse type of an A/B script's `--rounds`: the spread printed beside each median (quartiles,
+    deciles) needs at least two rounds, so fewer is refused up front rather than failing after the run."""
+    n = int(text)
+    if n < 2:
+        raise argparse.ArgumentTypeError(f"--rounds {n}: at least 2 (the spread of the per-round ratios needs two)")
+    return n
 
 
 def optional_peers() -> dict:
