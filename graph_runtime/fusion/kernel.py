@@ -20,9 +20,11 @@ one function.
 Large chunked kernels may split their chunk range across the kernel pool
 (`eager.parallel`: one thread per core, shared with the convolution and
 pooling kernels; NumPy releases the GIL inside ufunc loops), and a chunked
-kernel of at least `NATIVE_MIN_ELEMENTS` elements, at its `PROMOTE_AFTER`-th
-call, with numba installed, tries its compiled variant (native_backend.py),
-kept only if its bits match.  Such a kernel (`will_compile`) of at least
+kernel of at least `NATIVE_MIN_ELEMENTS` elements whose program and layout the
+compiled loops take (`will_compile`: numba installed and on), at its
+`PROMOTE_AFTER`-th call, tries its compiled variant (native_backend.py), kept
+only if its bits match; any other stays the plain kernel, untimed unless it
+may split over the pool.  Such a kernel of at least
 `FAST_TANH_MIN_ELEMENTS` elements computes a float32
 tanh with the vectorized function of fast_tanh.py in every variant, from its
 first call (option `fast_tanh`, on by default; within 1 ulp of `np.tanh`; the
@@ -144,8 +146,9 @@ def build_for_shapes(program, input_shapes, opts: FusionOptions, scalars: Option
 def _tuned_chunked(program, shapes, layout, opts: FusionOptions, elements: int) -> Callable:
     """The chunked kernel with its runners: serial, and split over the pool if big enough and allowed
     (`opts.threads`: None lets the timings choose, 1 never splits, more always splits)."""
-    promote = elements >= NATIVE_MIN_ELEMENTS
-    fast = (elements >= FAST_TANH_MIN_ELEMENTS and promote and opts.fast_tanh and will_compile(program, layout)
+    # only a kernel that can compile pays for the timing wrapper: one that cannot stays the plain kernel
+    promote = elements >= NATIVE_MIN_ELEMENTS and will_compile(program, layout)
+    fast = (elements >= FAST_TANH_MIN_ELEMENTS and promote and opts.fast_tanh
             and native_backend.fast_tanh_program(program))
     if fast:
         # every variant computes the compiled loops' tanh, from the first call: results never depend on
