@@ -35,9 +35,14 @@ _IDLE_ACTORS = 6          # a session of ps + 2 workers, twice
 # under test does, never on a new random draw that an unrelated change happened to meet.  The random search
 # that finds new cases is a run of its own: HYPOTHESIS_PROFILE=wide (README, "Property tests"); a case it
 # finds belongs in the test as an @example.
+# The other profiles name Hypothesis's "default" as their parent: without one they inherit whatever profile is
+# loaded when they are registered, and Hypothesis loads its derandomized "ci" profile by itself where the
+# environment says CI (CI=true), so on a CI machine "wide" drew the same examples on every run.
 settings.register_profile("ci", settings.get_profile("ci"), deadline=None, max_examples=40)
-settings.register_profile("dev", deadline=None, max_examples=20)
-settings.register_profile("wide", deadline=None, max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+_RANDOM = settings(settings.get_profile("default"), derandomize=False)
+settings.register_profile("dev", _RANDOM, deadline=None, max_examples=20)
+settings.register_profile("wide", _RANDOM, deadline=None, max_examples=400,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
