@@ -5,7 +5,9 @@
   callers keep their zero-overhead fast path.
 - `TracingExecutor(run_metadata)` (`RunOptions(trace_level=FULL_TRACE)`):
   interprets the steps one by one with `Step.apply`, recording an `OpStats`
-  per op.  Ops holding bodies (`Step.interpret`) run their bodies through this
+  per op (times from `clock`, nanoseconds: wall time by default;
+  `time.thread_time_ns` gives the calling thread's CPU time per op, which a
+  profile on a busy machine needs).  Ops holding bodies (`Step.interpret`) run their bodies through this
   same executor (`run_body`), so the ops inside a While body appear once per
   iteration, named `<outer op>/<body op>`.  A `_Send`'s stats carry the
   bytes it sent and those transfer compression saved.
@@ -61,15 +63,16 @@ def select(options, run_metadata, pool):
 class TracingExecutor:
     """Interpret the steps one by one, recording per-op timings in `run_metadata.step_stats`."""
 
-    def __init__(self, run_metadata=None):
+    def __init__(self, run_metadata=None, clock=time.perf_counter_ns):
         self.run_metadata = run_metadata
+        self.clock = clock
         self.stats: list = []
         self._prefix = ""
         self._t_start = 0
         self._lock = threading.Lock()
 
     def run(self, plan, feed_values):
-        self._t_start = time.perf_counter_ns()
+        self._t_start = self.clock()
         with fp_semantics.ignoring():
             if isinstance(plan, MultiDevicePlan):
                 result = plan.run_with(self._run_partition, feed_values)
@@ -78,12 +81,12 @@ class TracingExecutor:
         md = self.run_metadata
         if md is not None:
             md.step_stats.extend(self.stats)
-            md.total_us = (time.perf_counter_ns() - self._t_start) / 1e3
+            md.total_us = (self.clock() - self._t_start) / 1e3
         return result
 
     def _run_partition(self, plan, args):
         """One device's partition of a multi-device step, on its thread: own stats, the step's clock."""
-        part = TracingExecutor(self.run_metadata)
+        part = TracingExecutor(self.run_metadata, self.clock)
         part._t_start = self._t_start
         with fp_semantics.ignoring():
             try:
@@ -98,7 +101,7 @@ class TracingExecutor:
 
     def _interpret(self, sched, feed_values):
         values = sched.initial_values(feed_values)
-        clock = time.perf_counter_ns
+        clock = self.clock
         record = self.run_metadata is not None
         last_use = sched.last_use
         for i, s in enumerate(sched.steps):
