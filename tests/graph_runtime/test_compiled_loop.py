@@ -2,7 +2,8 @@
 compiled_loop.py, compiled_walk.py): the same bits as the Python loop and walk they replace (the graph
 generated with them off) in a Session and under `@function`, for partial and empty ranges, a cell reading
 `h`, operands they were not compiled for (the Python loop or walk runs) and a step with a deadline (the
-Python loop runs, checking it).  Needs numba (the [native] extra)."""
+Python loop runs, checking it).  Needs numba (the [native] extra); the tests of what runs compiled skip
+where the environment turns native kernels off."""
 import numpy as np
 import pytest
 
@@ -14,6 +15,8 @@ from graph_runtime.control_flow.plans import compiled_plans
 from graph_runtime.control_flow.stacked_history import StackedHistory
 from graph_runtime.fusion.fast_tanh import tanh32_numpy
 from tracing import function
+
+from native_marks import needs_native
 
 pytestmark = pytest.mark.skipif(not native.available() or compiled_loop.blas() is None,
                                 reason="numba (the [native] extra) or NumPy's cblas_sgemm not found")
@@ -68,6 +71,7 @@ def session(on, feed=XS, options=None, with_grads=False, **kw):
 
 @pytest.mark.parametrize("start, stop, residual", [(0, STEPS, False), (3, 7, False), (5, 5, False),
                                                    (0, STEPS, True)])
+@needs_native
 def test_compiled_loop_has_the_python_loops_bits(start, stop, residual):
     got, sources = session(True, start=start, stop=stop, residual=residual)
     assert any("_cl" in s for s in sources)
@@ -77,6 +81,7 @@ def test_compiled_loop_has_the_python_loops_bits(start, stop, residual):
     np.testing.assert_array_equal(got, numpy_rnn(XS, start, stop, residual))
 
 
+@needs_native
 @pytest.mark.parametrize("array", [True, False], ids=["ta_read", "x_t"])
 @pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
 def test_the_loop_saving_its_iterations_gives_the_same_gradients_and_counter(start, stop, array):
@@ -94,6 +99,7 @@ def test_the_loop_saving_its_iterations_gives_the_same_gradients_and_counter(sta
         np.testing.assert_array_equal(a, b)
 
 
+@needs_native
 def test_compiled_loop_under_function():
     traced = function(lambda x, bias: rnn(x, bias)[1])
     np.testing.assert_array_equal(traced(XS, B).numpy(), numpy_rnn(XS))
@@ -115,6 +121,7 @@ def counting(monkeypatch):
     return results
 
 
+@needs_native
 def test_operands_it_was_not_compiled_for_run_the_python_loop(monkeypatch):
     strided = np.stack([XS, -XS], axis=3)[..., 0]                     # XS, not contiguous
     assert not strided.flags.c_contiguous and np.array_equal(strided, XS)
@@ -127,6 +134,7 @@ def test_operands_it_was_not_compiled_for_run_the_python_loop(monkeypatch):
     np.testing.assert_array_equal(got, numpy_rnn(XS))
 
 
+@needs_native
 def test_a_step_with_a_deadline_runs_the_python_loop(monkeypatch):
     results = counting(monkeypatch)
     got, _ = session(True, options=gr.RunOptions(timeout_in_ms=60_000))
@@ -137,6 +145,7 @@ def test_a_step_with_a_deadline_runs_the_python_loop(monkeypatch):
     np.testing.assert_array_equal(got, numpy_rnn(XS))
 
 
+@needs_native
 def test_without_numpys_sgemm_the_python_loop_is_generated(monkeypatch):
     monkeypatch.setattr(compiled_loop, "_BLAS", [None])
     got, sources = session(True)
@@ -152,6 +161,7 @@ def test_a_blas_call_with_other_bits_is_refused():
     assert not compiled_loop._same_bits(wrong)
 
 
+@needs_native
 @pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
 def test_the_backward_walk_runs_compiled_with_the_python_walks_bits(monkeypatch, start, stop):
     specs, results = [], []
@@ -189,6 +199,7 @@ def test_a_kernel_compiled_for_other_shapes_than_the_loop_hands_it_is_not_used()
     assert not compiled_loop._fits(Cell, ("row", "mm", 0), (16, 8, 64, 32, 64))
 
 
+@needs_native
 @pytest.mark.parametrize("start, stop", [(0, STEPS), (2, 6)])
 def test_the_walk_takes_the_saved_values_from_the_loops_stacked_states(monkeypatch, start, stop):
     # the saved states (1: the step input's rows, 2: the previous state) and the walk's S are views of the

@@ -25,6 +25,7 @@ from graph_runtime.fusion.fast_tanh import tanh32_numpy
 from tracing import function
 
 from fusion_helpers import assert_bitwise, assert_within_ulp, fused_and_reference, fused_kernels
+from native_marks import needs_native
 
 kernel_module = importlib.import_module("graph_runtime.fusion.kernel")
 needs_numba = pytest.mark.skipif(importlib.util.find_spec("numba") is None, reason="numba ([native]) not installed")
@@ -134,7 +135,7 @@ def _eager_parts(xv):
     return tanh32_numpy(arg), np.tanh(arg)
 
 
-@needs_numba
+@needs_native
 @pytest.mark.parametrize("threads", [1, 2])
 def test_traced_kernel_gives_the_same_bits_on_every_call_and_every_thread_count(small_thresholds, threads):
     xv = _values()
@@ -152,7 +153,7 @@ def test_traced_kernel_gives_the_same_bits_on_every_call_and_every_thread_count(
     assert_within_ulp([_f(ek, ek.constant(xv)).numpy()], [results[-1]], TRANSCENDENTAL_MAX_ULP)
 
 
-@needs_numba
+@needs_native
 def test_plan_with_fast_tanh_off_or_without_native_gives_the_unfused_bits(small_thresholds):
     g = gr.Graph()
     with g.as_default():

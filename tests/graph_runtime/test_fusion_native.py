@@ -20,6 +20,7 @@ from graph_runtime.fusion.autotune import TunedKernel
 from tracing import function
 
 from fusion_helpers import assert_bitwise, fused_and_reference, fused_kernels
+from native_marks import needs_native
 
 kernel_module = importlib.import_module("graph_runtime.fusion.kernel")
 # find_spec, not native.available(): collecting this file must not import numba (about a second, on every
@@ -65,6 +66,7 @@ def _holder(plan):
 
 # Each distinct loop costs numba a compile per dtype (0.3-0.6 s): float64 gets the one-loop program, whose
 # compiled loop the traced test below reuses (same program, same loop source).
+@needs_native
 @pytest.mark.parametrize("dtype, expr", [(ek.float32, _expr), (ek.float64, _short)], ids=["float32", "float64"])
 def test_promoted_kernel_gives_the_numpy_kernels_bits(dtype, expr):
     g = gr.Graph()
@@ -88,6 +90,7 @@ def test_promoted_kernel_gives_the_numpy_kernels_bits(dtype, expr):
         assert_bitwise(list(want), list(plan(*feeds.values())))
 
 
+@needs_native
 def test_traced_function_promotes_and_matches_eager():
     xv = _values(np.float64)
     yv = xv[::-1].copy() + 0.5
@@ -166,6 +169,7 @@ def _relu_step(x, y):
     return ek.square(r), execute(get("ReluGrad"), (r * y * 2.0, r), {})
 
 
+@needs_native
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_maximum_greater_and_bool_multiply_compile_with_numpys_bits(dtype):
     xv, yv = _special_pairs(dtype)

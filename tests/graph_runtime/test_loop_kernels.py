@@ -13,7 +13,11 @@ from graph_runtime.control_flow import loop_kernels
 from graph_runtime.control_flow.plans import compiled_plans
 from graph_runtime.fusion.fast_tanh import tanh32_numpy
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="numba (the [native] extra) is not installed")
+from native_marks import needs_native
+
+# every test here runs the compiled kernel by default (the one about native kernels off compares with it)
+pytestmark = [needs_native,
+              pytest.mark.skipif(not native.available(), reason="numba (the [native] extra) cannot be imported")]
 
 RNG = np.random.default_rng(23)
 BATCH, HIDDEN, STEPS = 16, 64, 7          # 1024 elements: at least MIN_ELEMENTS
