@@ -46,6 +46,16 @@ def recording_with(tapes):
         _state.tapes = saved
 
 
+def tracked(tensor) -> bool:
+    """Whether a tape recording on this thread tracks `tensor` (watched, a watched variable's read, or an
+    output of an op it recorded): an op reading it is recorded, and the tape may ask for its gradient."""
+    key = id(tensor)
+    for tape in _state.tapes:
+        if key in tape._tracked:
+            return True
+    return False
+
+
 def push(tape):
     _state.tapes.append(tape)
 

@@ -8,14 +8,20 @@ differentiate with respect to those variables too); inside the plan those
 reads are fed with the values read just before the call.
 
 First order (`SavingCall`, TensorFlow's forward/backward function pair): the
-gradient ops are built once, at the first recorded call, in a copy of the
+gradient ops are built once per set of inputs the recording tapes track (the
+*watched* inputs: a call whose data input no tape watches differentiates only
+the variables), at the first recorded call with that set, in a copy of the
 traced graph (the traced graph never changes); the forward plan (of the traced
 graph) also returns the forward values they read (one opaque last output of
 the op; a control-flow op among them saves what its gradient reads, see
 graph_runtime/residuals.py), and `PartitionedCallSavedGrad` runs only the
-gradient ops from those values.  The function runs once per call: an assign inside a
-differentiated `while_loop` happens once, and the backward does no forward
-work.  When the backward would still have to run a forward op with effects
+gradient ops from those values.  Built for every input, a loop's gradient
+with respect to its data input would make the forward loop save what only
+that gradient reads (so an RNN's loop could not run compiled,
+graph_runtime/control_flow/compiled_loop.py).  A gradient asked later for an
+input outside the set (watched after the call) recomputes (below).  The
+function runs once per call: an assign inside a differentiated `while_loop`
+happens once, and the backward does no forward work.  When the backward would still have to run a forward op with effects
 (a control edge to it), the call falls back to recomputing.
 
 Recomputing (`backward`, and every order above the first): a
@@ -26,8 +32,8 @@ The backward op `PartitionedCallGrad` is differentiable the same way (the
 `backward` of its executable), so nested tapes around a call give second and
 higher derivatives, as differentiable as the traced graph's gradient ops.
 
-Imports `eager` and `graph_runtime` (gradients, the pipeline, `compiler.prune`,
-the control-flow VARIANT dtype, `runtime.Executable`).
+Imports `eager` (ops, dispatch, `tape_state.tracked`) and `graph_runtime` (gradients, the pipeline, the
+`unused_outputs` pass, `compiler.prune`, the control-flow VARIANT dtype, `runtime.Executable`).
 """
 from __future__ import annotations
 
@@ -35,6 +41,7 @@ import threading
 import numpy as np
 
 import eager as ek
+from eager import tape_state
 from eager.dispatch import execute
 from eager.registry import Spec, op
 from graph_runtime import placeholder
@@ -42,12 +49,13 @@ from graph_runtime.compiler import prune
 from graph_runtime.control_flow.ops import VARIANT
 from graph_runtime.gradients import gradients
 from graph_runtime.op_traits import run_targets, var_of, written_vars
-from graph_runtime.passes import copy_graph
+from graph_runtime.passes import copy_graph, get_pass, run_pass
 from graph_runtime.pipeline import DEFAULT_CONFIG, prepare
 from graph_runtime.save_specs import requests_of
 from graph_runtime.runtime import Executable, request_for
 
 _lock = threading.RLock()
+UNUSED_OUTPUTS = get_pass("unused_outputs")
 
 
 def call_executable(graph, xs: list, ys: list, targets=(), residual_specs=None) -> Executable:
@@ -108,15 +116,16 @@ class SavingCall:
     recomputing (`backward`).
     """
 
-    def __init__(self, forward: Executable, backward: Executable, n_outputs: int):
+    def __init__(self, forward: Executable, backward: Executable, n_outputs: int, watched: tuple):
         self.forward, self.backward, self.n_outputs = forward, backward, n_outputs
+        self.watched = watched          # the indices of the inputs `backward` gives gradients for, in order
 
     @classmethod
-    def build(cls, graph, xs: list, ys: list, targets: list):
+    def build(cls, graph, xs: list, ys: list, targets: list, watched: tuple):
         g = copy_graph(graph)
         gxs = _same_in(g, xs)
         start = len(g._ops)
-        dys, grads = gradient_graph(g, gxs, _same_in(g, ys))
+        dys, grads = gradient_graph(g, [gxs[i] for i in watched], _same_in(g, ys))
         fed = {id(t) for t in gxs}
         boundary, seen = [], set()
         for o in g._ops[start:]:
@@ -127,14 +136,20 @@ class SavingCall:
         feeds = gxs + boundary + dys
         if any(o._id < start and o._opdef.effect != "none" for o in prune(feeds, grads, ())):
             return None
-        specs = {t.name: requests_of(t) for t in boundary if t.dtype is VARIANT}
+        # gradient ops that can compute fewer outputs compute only what `grads` needs (a WhileGrad drops the
+        # cotangent of a loop's data input when only the weights are watched) and then read fewer saved values;
+        # the backward runs this graph, so the forward saves exactly what it reads whatever its own passes
+        g, _ = run_pass(UNUSED_OUTPUTS, g, feeds + grads, verify=False)
+        feeds, grads = _same_in(g, feeds), _same_in(g, grads)
+        specs = {t.name: requests_of(t) for t in feeds if t.dtype is VARIANT}
         forward = call_executable(graph, xs, ys + _same_in(graph, boundary), targets,
                                   {n: s for n, s in specs.items() if s})
-        return cls(forward, call_executable(g, feeds, grads), len(ys))
+        return cls(forward, call_executable(g, feeds, grads), len(ys), watched)
 
 
 class TapeCallInfo:
-    """Per-ConcreteFunction data for tape-recorded calls: differentiable reads and the forward plan."""
+    """Per-ConcreteFunction data for tape-recorded calls: differentiable reads, the recomputing call and one
+    `SavingCall` per set of watched inputs (`saving_for`)."""
 
     def __init__(self, cf):
         self.cf = cf
@@ -148,22 +163,36 @@ class TapeCallInfo:
                 assigned.update(id(v) for v in written_vars(o))
         self.reads = reads
         self.variables = [var_of(r.op) for r in reads]
-        xs, ys, targets = list(cf.inputs) + reads, list(cf.outputs), _targets(cf)
-        self.call = call_executable(cf.graph, xs, ys, targets)
-        self.saving = SavingCall.build(cf.graph, xs, ys, targets)
-        self.forward = self.call if self.saving is None else self.saving.forward
-        _ = self.forward.plan       # compiled now, not inside the call op's kernel on its first run
+        self._xs, self._ys, self._targets = list(cf.inputs) + reads, list(cf.outputs), _targets(cf)
+        self.call = call_executable(cf.graph, self._xs, self._ys, self._targets)
+        self._savings: dict = {}        # watched input indices -> SavingCall, or None (recomputes)
+
+    def saving_for(self, watched: tuple):
+        """The `SavingCall` giving the gradients of the inputs at indices `watched` (floating ones), made on
+        first need and its forward compiled then, not inside the call op's kernel; None when nothing is
+        watched (nothing to save) or the backward would run a forward op with effects."""
+        if not watched:
+            _ = self.call.plan
+            return None
+        saving = self._savings.get(watched, False)
+        if saving is False:
+            with _lock:
+                saving = self._savings.get(watched, False)
+                if saving is False:
+                    saving = SavingCall.build(self.cf.graph, self._xs, self._ys, self._targets, watched)
+                    _ = (self.call if saving is None else saving.forward).plan
+                    self._savings[watched] = saving
+        return saving
 
 
 def _targets(cf):
     return run_targets(cf.graph, cf.graph.lifted_ops)
 
 
-def _call_kernel(*arrays, info):
-    values = info.forward.call(*arrays)
-    saving = info.saving
+def _call_kernel(*arrays, info, saving):
     if saving is None:
-        return values
+        return info.call.call(*arrays)
+    values = saving.forward.call(*arrays)
     n = saving.n_outputs
     token = np.empty((), object)          # the saved boundary values, one opaque value for the backward
     token[()] = tuple(values[n:])
@@ -173,42 +202,54 @@ def _call_kernel(*arrays, info):
 def _infer_call(specs, attrs):
     info = attrs["info"]
     outs = [Spec(t.shape.dims, t.dtype) for t in info.cf.outputs]
-    return outs + ([Spec((), VARIANT)] if info.saving is not None else [])
+    return outs + ([Spec((), VARIANT)] if attrs["saving"] is not None else [])
 
 
 def _grad_call(entry, *dys):
-    info = entry.get_attr("info")
-    saving = info.saving
-    if saving is None:
-        return _grad_of(info.call, entry, dys)
-    n = saving.n_outputs
+    info, saving = entry.get_attr("info"), entry.get_attr("saving")
+    n = len(info.cf.outputs)            # a saving call's last output, its saved values, gets no cotangent
+    if saving is None or not _needs_only(entry, saving.watched):       # recomputing: every input's gradient
+        return _recomputed(info.call, entry.inputs, entry.outputs[:n], dys[:n])
     grads = _backward(CALL_SAVED_GRAD, list(entry.inputs) + [entry.outputs[n]], entry.outputs[:n], dys[:n],
-                      {"info": info})
-    return _floats_only(grads, entry.inputs)
+                      {"info": info, "saving": saving})
+    full = [None] * len(entry.inputs)
+    for i, g in zip(saving.watched, grads):
+        full[i] = g
+    return _floats_only(full, entry.inputs)
 
 
-def _saved_grad_kernel(*arrays, info):
+def _needs_only(entry, watched: tuple) -> bool:
+    """Whether the walk asks for no gradient of a floating input outside `watched` (one watched after the
+    call was recorded, or a graph's `gradients` with respect to any input, needs the recomputing backward)."""
+    skip = getattr(entry, "skip_input_indices", ())
+    return all(i in watched or i in skip or not x.dtype.is_floating for i, x in enumerate(entry.inputs))
+
+
+def _saved_grad_kernel(*arrays, info, saving):
     k = len(info.call.request.feeds)
-    return info.saving.backward.call(*arrays[:k], *arrays[k][()], *arrays[k + 1:])
+    return saving.backward.call(*arrays[:k], *arrays[k][()], *arrays[k + 1:])
 
 
 def _infer_saved_grad(specs, attrs):
-    return [Spec(t.shape.dims, t.dtype) for t in attrs["info"].saving.backward.request.fetches]
+    return [Spec(t.shape.dims, t.dtype) for t in attrs["saving"].backward.request.fetches]
 
 
 def _grad_saved_grad(entry, *ddys):
-    """Second order: the same math as the recomputing backward (`backward`), differentiated."""
-    info = entry.get_attr("info")
+    """Second order: the same math as the recomputing backward (`backward`), differentiated; the cotangents
+    of the gradients it did not compute (inputs outside `watched`) are zeros of their inputs' shapes."""
+    info, watched = entry.get_attr("info"), entry.get_attr("saving").watched
     k = len(info.call.request.feeds)
     inputs = list(entry.inputs[:k]) + list(entry.inputs[k + 1:])          # without the saved values
-    g2 = _backward(CALL_GRAD, inputs, entry.outputs, ddys, {"plan": backward(backward(info.call))})
+    full = [None] * k
+    for i, d in zip(watched, ddys):
+        full[i] = d
+    g2 = _backward(CALL_GRAD, inputs, entry.inputs[:k], full, {"plan": backward(backward(info.call))})
     return _floats_only(g2[:k] + [None] + g2[k:], entry.inputs)
 
 
-def _grad_of(executable: Executable, entry, dys) -> list:
+def _recomputed(executable: Executable, inputs, outputs, dys) -> list:
     """Gradient rule shared by PartitionedCall and PartitionedCallGrad: one more level of `backward`."""
-    return _floats_only(_backward(CALL_GRAD, entry.inputs, entry.outputs, dys, {"plan": backward(executable)}),
-                        entry.inputs)
+    return _floats_only(_backward(CALL_GRAD, inputs, outputs, dys, {"plan": backward(executable)}), inputs)
 
 
 def _backward(opdef, inputs, outputs, dys, attrs) -> list:
@@ -232,7 +273,7 @@ def _infer_grad(specs, attrs):
 
 
 def _grad_grad(entry, *dys):
-    return _grad_of(entry.get_attr("plan"), entry, dys)
+    return _recomputed(entry.get_attr("plan"), entry.inputs, entry.outputs, dys)
 
 
 CALL = op("PartitionedCall", _call_kernel, _infer_call, _grad_call, num_outputs=-1, effect="write",
@@ -243,8 +284,8 @@ CALL_GRAD = op("PartitionedCallGrad", _grad_kernel, _infer_grad, _grad_grad, num
 CALL_SAVED_GRAD = op("PartitionedCallSavedGrad", _saved_grad_kernel, _infer_saved_grad, _grad_saved_grad,
                      num_outputs=-1, effect="write",
                      doc="Backward pass of PartitionedCall from the values its forward saved (inputs: the call's "
-                         "inputs, the saved-values token, the outputs' cotangents); attr info: the call's "
-                         "TapeCallInfo.")
+                         "inputs, the saved-values token, the outputs' cotangents; outputs: the gradients of the "
+                         "watched inputs); attrs info: the call's TapeCallInfo, saving: its SavingCall.")
 
 
 def call_recorded(cf, arrays_inputs: list):
@@ -255,7 +296,8 @@ def call_recorded(cf, arrays_inputs: list):
             if cf._tape_info is None:
                 cf._tape_info = TapeCallInfo(cf)
         info = cf._tape_info
-    reads = [v.value() for v in info.variables]
-    outs = execute(CALL, tuple(arrays_inputs) + tuple(reads), {"info": info})
+    inputs = tuple(arrays_inputs) + tuple(v.value() for v in info.variables)    # reads the tapes record
+    watched = tuple(i for i, t in enumerate(inputs) if t.dtype.is_floating and tape_state.tracked(t))
+    outs = execute(CALL, inputs, {"info": info, "saving": info.saving_for(watched)})
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
     return outs[:len(info.cf.outputs)]         # (a saving call's last output is its saved values)

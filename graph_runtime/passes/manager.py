@@ -260,7 +260,8 @@ def run_pass(name_or_pass, graph: Graph, fetches, verify: bool = True, keep_stat
              options=None) -> tuple:
     """Run one pass alone: `(new_graph, PassStats)` (handy for tests and debugging)."""
     p = name_or_pass if isinstance(name_or_pass, GraphPass) else get_pass(name_or_pass)
-    ctx = PassContext(_op_names(graph, _fetch_names(graph, fetches)), keep_stateful, dict(options or {}))
+    names = _fetch_names(graph, fetches)
+    ctx = PassContext(_op_names(graph, names), keep_stateful, dict(options or {}), fetched=frozenset(names))
     out, stats = p(graph, ctx)
     if verify:
         out.verify()

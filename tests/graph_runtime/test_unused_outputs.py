@@ -5,6 +5,7 @@ import pytest
 import eager as ek
 import graph_runtime as gr
 from eager.errors import UnimplementedError
+from graph_runtime.passes import run_pass
 
 STEPS, B, I, H = 6, 3, 4, 5
 
@@ -88,6 +89,19 @@ def test_an_output_that_is_fetched_or_consumed_is_kept():
     with g.as_default(), g.control_dependencies([while_grad]):
         after = ek.constant(1.0) + 0.0
     assert _dropped(g, g_w + [after]) == 0                  # a control dependency on the op keeps it whole
+
+
+def test_the_pass_run_alone_keeps_the_outputs_it_is_asked_for():
+    # run_pass's fetches count as read, as optimize's do: the weights' cotangents are the WhileGrad's own
+    # outputs, which nothing else reads (they held no value once)
+    g, x, xs, g_w, _ = _rnn_graph()
+    out, stats = run_pass("unused_outputs", g, g_w)
+    assert stats.details == {"outputs_dropped": 1}            # the inputs' cotangent only
+    assert all(t.op.type == "WhileGrad" for t in g_w)
+    with gr.Session(graph=out) as sess:
+        got = sess.run([out.get_tensor_by_name(t.name) for t in g_w], {out.get_tensor_by_name(x.name): xs})
+    for a, b in zip(got, _eager_grads()):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 def test_differentiating_a_pruned_loop_gradient_says_to_differentiate_first():
