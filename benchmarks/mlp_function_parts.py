@@ -8,15 +8,19 @@ same number of steps from the same start: the step's speed depends on how far tr
 - `function`: the `@function` step called with tensors, as the benchmark calls it;
 - `plan`: that trace's generated plan called on the arrays (no `Function.__call__`, no tensors);
 - `kernels`: the plan's own kernels in the plan's order on plain arrays: no variables (reads, locks, in-place
-  checks), no NumPy error state, the SGD update through `eager.native.sgd_update` directly.
+  checks), no NumPy error state, the SGD update through `eager.native.sgd_update` directly;
+- `gemms`: the step's five matrix products alone (`x @ w1`, `h @ w2`, `e @ w2.T`, `h.T @ e`, `x.T @ dh`, the
+  plan's operand orientations), nothing else: the floor of any step that keeps NumPy's BLAS calls, and so
+  their bits.
 
 `function` - `plan` is the call path; `plan` - `kernels` is what variables and the plan's wrapping cost;
-`kernels` against `numpy` compares the work itself.  `kernels` follows the plan's steps by position and
+`kernels` against `numpy` compares the work itself; `gemms` against `numpy` is the lowest ratio a bitwise step
+can reach on one core (with OpenBLAS's threads, the products' share of the step's wall time).  `kernels` follows the plan's steps by position and
 stops with a message if the plan's ops are not the ones it expects (update it after a change to the plan).
 
 Run: `python -m benchmarks.mlp_function_parts [--rounds N] [--cpu] [--toy]`.  `--cpu` times the main
 thread's CPU time (with `OPENBLAS_NUM_THREADS=1` on a loaded machine); `--toy` runs the 2-4-4-3 MLP
-(batch 2: nothing but overhead; `kernels` is left out there, the small plan has other steps).
+(batch 2: nothing but overhead; `kernels` and `gemms` are left out there, the small plan has other steps).
 """
 from __future__ import annotations
 
@@ -86,6 +90,24 @@ def kernels_step(params, x, y):
     return step
 
 
+def gemms_step(params, x, y):
+    """The step's five products on arrays of the step's values (one forward and backward by hand), nothing else."""
+    w1, b1, w2, b2 = params
+    h = np.maximum(x @ w1 + b1, 0)
+    logits = h @ w2 + b2
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    e = (e / e.sum(axis=1, keepdims=True) - y) / np.float32(x.shape[0])
+    dh = (e @ w2.T) * (h > 0)
+
+    def step():
+        x @ w1
+        h @ w2
+        e @ w2.T
+        h.T @ e
+        return x.T @ dh
+    return step
+
+
 def variants(toy: bool) -> dict:
     x, y, params = toy_data() if toy else mlp_data()
     xt, yt = ek.constant(x), ek.constant(y)
@@ -96,6 +118,7 @@ def variants(toy: bool) -> dict:
            "plan": lambda: plan.fn(x, y)}
     if not toy:
         out["kernels"] = kernels_step(params, x, y)
+        out["gemms"] = gemms_step(params, x, y)
     return out
 
 
