@@ -111,7 +111,8 @@ def compile_seconds() -> float:
     kernel's first call.  Counted: numba's import and start-up (`available()`, including the scan of the
     installed packages' numba extensions that numba makes before its first compile), and the wall time during
     which any thread holds or waits for numba's compiler lock (a compile, a `cache=True` kernel's load from or
-    save to numba's disk cache), and making each kernel's dispatcher (`jit`, the `cache=True` kernels).  Not
+    save to numba's disk cache), making each kernel's dispatcher (`jit`, the `cache=True` kernels) and what callers
+    count with `compile_clock()` (the compiled loops' search for NumPy's BLAS).  Not
     counted: typing a first call's arguments before the lock, about 0.3 ms a kernel (benchmarks/results/2026-11-27-tidy-numba-first-call.md)."""
     return _compiled[0]
 
@@ -155,8 +156,9 @@ def _clock_stop() -> None:
 
 
 @contextlib.contextmanager
-def _compile_clock():
-    """Count the block in `compile_seconds()` (making a kernel's dispatcher: 1-7 ms with a disk cache)."""
+def compile_clock():
+    """Count the block in `compile_seconds()`: one-time set-up of compiled code (making a kernel's dispatcher,
+    1-7 ms with a disk cache; graph_runtime's search for NumPy's BLAS with its bit check, 4 ms)."""
     _clock_start()
     try:
         yield
@@ -204,7 +206,7 @@ def _kernel(name: str):
         with _lock:
             fn = _kernels.get(name)
             if fn is None:
-                with _compile_clock():
+                with compile_clock():
                     _define_float_bits()
                     fn = _kernels[name] = _state["numba"].njit(cache=True, nogil=True)(_SOURCES[name])
     return fn
@@ -233,7 +235,7 @@ def jit(fn):
     """`fn` compiled by numba when first called (callers check `available()` first): nopython, releasing the
     GIL, NumPy's error model for floats (x / 0 is inf or nan, never an exception), no fast-math (no reassociation,
     no fused multiply-add: each operation rounds as NumPy's does), not cached on disk (`fn` may be generated)."""
-    with _compile_clock():
+    with compile_clock():
         return _state["numba"].njit(nogil=True, error_model="numpy")(fn)
 
 

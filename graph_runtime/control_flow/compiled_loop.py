@@ -23,7 +23,9 @@ loop_kernels.py's compiled kernel, called on the same operands.  So the loop
 gives the same bits as the Python loop it replaces: `blas()` checks, when it
 first finds the library, that its calls match `np.dot`'s and `np.matmul`'s
 bits on a few shapes, and is off otherwise (another BLAS, or no library
-found: the Python loop runs).
+found: the Python loop runs).  The search runs once per process, when the first
+loop that could run compiled is generated, and counts as compile time
+(`native.compile_clock`: a step's deadline does not count it, deadline.py).
 
 A loop that saves its iterations for a gradient (loop_plan.py's `hist`) gets
 every iteration's state in one stacked array, in the backward walk's order
@@ -247,7 +249,11 @@ def run(buf, wx, wh, h, t0, end, blk, m, hs, rev{caps}):
 def blas():
     """NumPy's own `cblas_sgemm` as a ctypes function numba can call, or None (module docstring)."""
     if not _BLAS:
-        _BLAS.append(_find_blas() if native.available() else None)
+        if native.available():
+            with native.compile_clock():      # once per process, like a first compile: no step deadline counts it
+                _BLAS.append(_find_blas())
+        else:
+            _BLAS.append(None)
     return _BLAS[0]
 
 

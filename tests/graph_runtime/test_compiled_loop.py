@@ -4,6 +4,8 @@ generated with them off) in a Session and under `@function`, for partial and emp
 `h`, operands they were not compiled for (the Python loop or walk runs) and a step with a deadline (the
 Python loop runs, checking it).  Needs numba (the [native] extra); the tests of what runs compiled skip
 where the environment turns native kernels off."""
+import time
+
 import numpy as np
 import pytest
 
@@ -151,6 +153,18 @@ def test_without_numpys_sgemm_the_python_loop_is_generated(monkeypatch):
     got, sources = session(True)
     assert not any("_cl" in s for s in sources)
     np.testing.assert_array_equal(got, numpy_rnn(XS))
+
+
+def test_the_search_for_numpys_blas_counts_as_compiling(monkeypatch):
+    # the search (with its bit check: 4 ms here, made slow) runs once per process, when the first loop that could
+    # run compiled is generated; like a kernel's first compile, a step's deadline must not count it (deadline.py)
+    same_bits = compiled_loop._same_bits
+    monkeypatch.setattr(compiled_loop, "_BLAS", [])
+    monkeypatch.setattr(compiled_loop, "_same_bits", lambda fn: time.sleep(0.2) or same_bits(fn))
+    compiled_before = native.compile_seconds()
+    assert compiled_loop.blas() is not None
+    assert native.compile_seconds() - compiled_before >= 0.2
+    assert compiled_loop.blas() is compiled_loop._BLAS[0]          # once per process
 
 
 def test_a_blas_call_with_other_bits_is_refused():
