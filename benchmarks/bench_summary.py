@@ -1,4 +1,4 @@
-"""The headline rows in one process: CNN, MLP and RNN steps, the 2M-element and the 50-op chain.
+"""The headline rows in one table: CNN, MLP and RNN steps, the 2M-element and the 50-op chain.
 
 Each row times graphjit and its hand-written NumPy baseline in alternating
 batches (`interleaved`): every round gives one ratio, the table shows the
@@ -15,13 +15,20 @@ NumPy of each workload (benchmarks/workloads.py, cnn_workload.py).
 - `(tanh(2x+1)(2x+1)-x)^2+3` on 2M float32 and the 50-op chain on 4x4,
   `@function`.
 
+Each group of rows (cnn, mlp, rnn, chains) runs in a fresh Python process of its own: in one process, a
+NumPy baseline's speed depended on what had run before it (the 2M chain's baseline took 11-16 ms a call in
+some processes and 18-24 ms in others while graphjit's time stayed 3.8 ms; the CNN eager and RNN gradient
+baselines moved too), so one group's figures depended on the groups before it.  `--same-process` runs them
+all in this process as before (to reproduce older figures).
+
 First printed: the BLAS thread count, whether big convolution GEMMs run in parts on the cores (threadpoolctl,
 `GRAPHJIT_BLAS_SPLIT`) and the load average, which the ratios depend on.
 
 Also printed: the `eager.parallel` threshold table (a memory-bound kernel, the
 2x2 max-pool gradient, split over the cores against serial, by size).
 
-Run: `python -m benchmarks.bench_summary [--quick] [--rounds N] [--cpu] [--only cnn,mlp,rnn,chains,threshold]`.
+Run: `python -m benchmarks.bench_summary [--quick] [--rounds N] [--cpu] [--only cnn,mlp,rnn,chains,threshold]
+[--same-process]`.
 `--cpu` times CPU time (`time.process_time`, all threads) instead of wall
 time: on a machine other work keeps busy, wall time mostly measures waiting
 for a core (use it with `OPENBLAS_NUM_THREADS=1`; it cannot show what a
@@ -29,8 +36,10 @@ second core gains).
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -152,6 +161,29 @@ def rows(rounds=15, only=None):
     return out
 
 
+ROWS_OF = "--rows-of"     # a child process's mode: the rows of one group, as one line of JSON
+
+
+def rows_in_fresh_processes(rounds=15, only=None, cpu=False) -> list:
+    """`rows(rounds, only)`, each group timed in a fresh Python process (module docstring); its notes are added
+    to NOTES.  A group that fails raises RuntimeError with the child's error output."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = []
+    for name in GROUPS:
+        if only and name not in only:
+            continue
+        argv = [sys.executable, "-m", "benchmarks.bench_summary", ROWS_OF, name, "--rounds", str(rounds)]
+        proc = subprocess.run(argv + (["--cpu"] if cpu else []), cwd=root, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"bench_summary: the {name} rows failed in their process (exit status "
+                               f"{proc.returncode}):\n{proc.stderr.strip()[-3000:]}")
+        found = json.loads(proc.stdout.strip().splitlines()[-1])      # numbers and labels only
+        out.extend(tuple(row) for row in found["rows"])
+        NOTES.extend(found["notes"])
+    return out
+
+
 def fmt(rows_) -> str:
     lines = ["| workload | variant | graphjit | NumPy | ratio (median) | rounds min-max | best/best |",
              "|---|---|---|---|---|---|---|"]
@@ -201,13 +233,19 @@ def main(argv) -> int:
     only = argv[argv.index("--only") + 1].split(",") if "--only" in argv else None
     if "--cpu" in argv:
         CLOCK[0] = time.process_time
+    if ROWS_OF in argv:
+        found = rows(rounds, [argv[argv.index(ROWS_OF) + 1]])
+        print(json.dumps({"rows": found, "notes": NOTES}))
+        return 0
     owned = ek_own_cores.enabled() and ek_blas.known()
     print(f"BLAS: {blas_threads_now()}; big convolution GEMMs in parts on the cores: "
           f"{'on' if (ek_blas.count() == 1 or owned) and ek_parallel.cores() > 1 else 'off'} (only where BLAS runs "
           f"on one thread; GRAPHJIT_BLAS_SPLIT=0 turns it off); compiled steps with convolutions own the cores "
           f"(GRAPHJIT_OWN_CORES): {'on' if ek_own_cores.enabled() else 'off'}; "
           f"load average {os.getloadavg()[0]:.2f}\n")
-    print(fmt(rows(rounds, only)))
+    same = "--same-process" in argv
+    print(f"Each group of rows in {'this process' if same else 'a fresh process of its own'}.\n")
+    print(fmt(rows(rounds, only) if same else rows_in_fresh_processes(rounds, only, "--cpu" in argv)))
     for note in NOTES:
         print(note)
     if not only or "threshold" in only:
