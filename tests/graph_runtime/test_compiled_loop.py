@@ -18,7 +18,7 @@ from graph_runtime.control_flow.stacked_history import StackedHistory
 from graph_runtime.fusion.fast_tanh import tanh32_numpy
 from tracing import function
 
-from native_marks import needs_native
+from native_marks import compiled_loop_results, needs_native
 
 pytestmark = pytest.mark.skipif(not native.available() or compiled_loop.blas() is None,
                                 reason="numba (the [native] extra) or NumPy's cblas_sgemm not found")
@@ -107,27 +107,11 @@ def test_compiled_loop_under_function():
     np.testing.assert_array_equal(traced(XS, B).numpy(), numpy_rnn(XS))
 
 
-def counting(monkeypatch):
-    """The results of the compiled loop's calls, from the loops generated after this."""
-    results = []
-    make = compiled_loop.loop_call
-
-    def wrapped(*spec):
-        call = make(*spec)
-
-        def count(*args):
-            results.append(call(*args))
-            return results[-1]
-        return count
-    monkeypatch.setattr(compiled_loop, "loop_call", wrapped)
-    return results
-
-
 @needs_native
 def test_operands_it_was_not_compiled_for_run_the_python_loop(monkeypatch):
     strided = np.stack([XS, -XS], axis=3)[..., 0]                     # XS, not contiguous
     assert not strided.flags.c_contiguous and np.array_equal(strided, XS)
-    results = counting(monkeypatch)
+    results = compiled_loop_results(monkeypatch)
     got, _ = session(True, feed=strided)
     np.testing.assert_array_equal(got, numpy_rnn(XS))
     assert results == [None]           # the loop got the strided feed and refused it
@@ -138,7 +122,7 @@ def test_operands_it_was_not_compiled_for_run_the_python_loop(monkeypatch):
 
 @needs_native
 def test_a_step_with_a_deadline_runs_the_python_loop(monkeypatch):
-    results = counting(monkeypatch)
+    results = compiled_loop_results(monkeypatch)
     got, _ = session(True, options=gr.RunOptions(timeout_in_ms=60_000))
     assert results == []
     np.testing.assert_array_equal(got, numpy_rnn(XS))

@@ -9,7 +9,7 @@ import eager as ek
 from graph_runtime.control_flow import compiled_loop
 from tracing import function
 
-from native_marks import needs_native
+from native_marks import compiled_loop_results, needs_native
 
 RNG = np.random.default_rng(5)
 STEPS, BATCH, INPUTS, HIDDEN = 7, 16, 8, 64          # the cell's 1024 elements: compiled with numba
@@ -35,22 +35,11 @@ def gradients(f, watch_x: bool):
     return [loss] + tape.gradient(loss, params + ([x] if watch_x else []))
 
 
-def counting(monkeypatch) -> list:
-    """The results of the compiled loop's calls (None: it refused its operands), from loops generated after."""
-    results, make = [], compiled_loop.loop_call
-
-    def wrapped(*spec):
-        call = make(*spec)
-        return lambda *args: results.append(call(*args)) or results[-1]
-    monkeypatch.setattr(compiled_loop, "loop_call", wrapped)
-    return results
-
-
 @needs_native
 def test_an_rnn_differentiated_for_its_weights_alone_runs_the_compiled_loop_with_the_same_bits(monkeypatch):
     if compiled_loop.blas() is None:
         pytest.skip("NumPy's cblas_sgemm not found: no compiled loop")
-    results = counting(monkeypatch)
+    results = compiled_loop_results(monkeypatch)
     f = function(rnn_loss)
     weights_only = [gradients(f, watch_x=False) for _ in range(2)]
     assert len(results) == 2 and all(r is not None for r in results)
