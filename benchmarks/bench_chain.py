@@ -32,7 +32,7 @@ import time
 import numpy as np
 
 import eager as ek
-from benchmarks.bench_fusion import BIG, expr
+from benchmarks.workloads import BIG, expr
 from graph_runtime import fusion
 from graph_runtime.fusion.autotune import TunedKernel
 from tracing import function

@@ -39,20 +39,14 @@ import numpy as np
 import eager as ek
 
 from benchmarks.harness import Row, paired, table
-from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy, rnn_numpy_grad
+from benchmarks.workloads import BIG, chain50, chain50_numpy, expr, mlp_data, mlp_step_numpy, rnn_numpy_grad
 from graph_runtime import fusion
 from graph_runtime.fusion.kernel import PROMOTE_AFTER
 from tracing import function
 
-BIG = 2_000_000
 MEM_N = 8_000_000
 MEM_CHAIN = 20
 RNN_STEPS, HIDDEN, BATCH, INPUTS = 100, 64, 16, 32
-
-
-def expr(ops, x):
-    a = 2 * x + 1
-    return (ops.tanh(a) * a - x) ** 2 + 3
 
 
 def chain_n(ops, x, n=MEM_CHAIN):

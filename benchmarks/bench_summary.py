@@ -54,7 +54,7 @@ from benchmarks.harness import calls_per_batch
 from benchmarks.bench_cnn import blas_threads as blas_threads_now
 from benchmarks.bench_control_flow import rnn_data, rnn_graph, rnn_numpy
 from benchmarks.bench_eager import eager_mlp_step, mlp_model
-from benchmarks.bench_fusion import BIG, expr
+from benchmarks.workloads import BIG, expr
 from benchmarks.bench_tracing import mlp_train_step
 from benchmarks.cnn_workload import cnn_data, cnn_step_numpy, make_cnn_step
 from benchmarks.workloads import chain50, chain50_numpy, mlp_data, mlp_step_numpy, rnn_numpy_grad

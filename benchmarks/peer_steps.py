@@ -25,8 +25,26 @@ def rnn_data(seed=0):
     return xs, wx, wh, np.zeros(RNN_HIDDEN, np.float32)
 
 
+def chain_step(workload, ops, compile_=None, convert=None):
+    """The 2M-element expression or the 50-op chain of bench_summary over `ops` (numpy, eager, tf.math,
+    jax.numpy), compiled by `compile_` (`tracing.function`, `tf.function`, `jax.jit`) when given, on the
+    input made once by `convert` (`ek.constant`, `tf.constant`, `jnp.asarray`)."""
+    from benchmarks.workloads import BIG, chain50, expr
+    if workload == "chain2m":
+        x, fn = np.random.default_rng(0).standard_normal(BIG).astype(np.float32), expr
+    else:
+        x, fn = np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32), chain50
+    if compile_ is None:
+        return lambda: fn(ops, x)
+    compiled, xt = compile_(lambda t: fn(ops, t)), convert(x)
+    return lambda: compiled(xt)
+
+
 def tf_step(workload):
     import tensorflow as tf
+    if workload in ("chain2m", "chain50"):
+        run = chain_step(workload, tf.math, tf.function, tf.constant)
+        return lambda: run().numpy()
     if workload == "cnn":
         x, filters = cnn_data()
         xt, params = tf.constant(x), [tf.Variable(f) for f in filters]
@@ -75,6 +93,9 @@ def _tf_rnn(tf):
 def jax_step(workload):
     import jax
     import jax.numpy as jnp
+    if workload in ("chain2m", "chain50"):
+        run = chain_step(workload, jnp, jax.jit, jnp.asarray)
+        return lambda: jax.block_until_ready(run())
     if workload == "cnn":
         x, params = cnn_data()
 

@@ -1,4 +1,4 @@
-"""The headline training steps' absolute times (CNN, MLP, RNN), each way in a Python process of its own, with glibc's default
+"""The headline rows' absolute times (CNN, MLP, RNN steps, the 2M-element and 50-op chains), each way in a Python process of its own, with glibc's default
 allocator settings and with its trim and mmap thresholds raised.
 
 Why: in `bench_summary` each ratio divides by a NumPy step in the same process, and that NumPy step allocates
@@ -17,7 +17,7 @@ the RNN's is its Session over the While graph) and the peers with `--tf-python` 
 runs in `--rounds` fresh processes per allocator setting, in turned order; each process warms up, then
 times `--steps` steps and reports their median.  The table gives the median of those per-process medians.
 
-Run: `python -m benchmarks.steps_alone [--rounds 5] [--steps 40] [--only cnn,mlp,rnn] [--tf-python PATH]
+Run: `python -m benchmarks.steps_alone [--rounds 5] [--steps 40] [--only cnn,mlp,rnn,chain2m,chain50] [--tf-python PATH]
 [--jax-python PATH]` (a Python that can import tensorflow / jax, with NumPy; this repository goes on its
 PYTHONPATH).
 """
@@ -35,6 +35,9 @@ CHILD = "--child"
 
 
 def _numpy_step(workload):
+    if workload in CHAINS:
+        from benchmarks.peer_steps import chain_step
+        return chain_step(workload, __import__("numpy"))
     if workload == "cnn":
         from benchmarks.cnn_workload import cnn_data, cnn_step_numpy
         x, filters = cnn_data()
@@ -52,6 +55,10 @@ def _numpy_step(workload):
 def _graphjit_step(workload):
     """The `@function` steps of bench_summary's rows (the RNN's row is a Session over the While graph)."""
     import eager as ek
+    if workload in CHAINS:
+        from benchmarks.peer_steps import chain_step
+        from tracing import function
+        return chain_step(workload, ek, function, ek.constant)
     if workload == "cnn":
         from benchmarks.cnn_workload import cnn_data, make_cnn_step
         from tracing import function
@@ -82,13 +89,16 @@ def _peer(name):
 
 
 WAYS = {"numpy": _numpy_step, "graphjit": _graphjit_step, "tf": _peer("tf"), "jax": _peer("jax")}
-WORKLOADS = {"cnn": "CNN step b64 28x28", "mlp": "MLP 784-256-10 step b64", "rnn": "RNN 100 steps, fwd + grads"}
+WORKLOADS = {"cnn": "CNN step b64 28x28", "mlp": "MLP 784-256-10 step b64", "rnn": "RNN 100 steps, fwd + grads",
+             "chain2m": "(tanh(2x+1)(2x+1)-x)^2+3, 2M f32", "chain50": "50-op chain, 4x4 f32"}
+CHAINS = ("chain2m", "chain50")
+WARM_UP = 40        # past a fused kernel's promotion (8th call) and its variants' sampling, as bench_summary
 
 
 def child(workload: str, way: str, steps: int) -> float:
     """Median seconds of one step of `way`, after warming up (tracing, compiling, autotuning)."""
     run = WAYS[way](workload)
-    for _ in range(15):
+    for _ in range(WARM_UP):
         run()
     times = []
     for _ in range(steps):

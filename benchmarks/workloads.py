@@ -1,6 +1,6 @@
 """The benchmark workloads, each written once against a generic `ops` namespace.
 
-`chain50(ops, x)`: 50 small elementwise ops.  `mlp_params` / `mlp_step_numpy`:
+`chain50(ops, x)`: 50 small elementwise ops; `expr(ops, x)`: the 2M-element expression.  `mlp_params` / `mlp_step_numpy`:
 the 784-256-10 MLP training step (batch 64, softmax cross-entropy, SGD) in
 hand-written NumPy, the baseline every MLP figure is divided by.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 CHAIN_LEN = 50
+BIG = 2_000_000           # elements of the 2M-element expression `expr`
 
 
 def chain50(ops, x):
@@ -21,6 +22,12 @@ def chain50(ops, x):
         y = ops.sin(y)
         y = ops.subtract(y, 0.25)
     return y
+
+
+def expr(ops, x):
+    """`(tanh(2x+1)(2x+1)-x)^2+3`, the 2M-element fusion workload."""
+    a = 2 * x + 1
+    return (ops.tanh(a) * a - x) ** 2 + 3
 
 
 def chain50_numpy(x):

@@ -45,3 +45,15 @@ def test_a_failing_child_is_reported_with_its_error(monkeypatch):
 
 def test_a_child_times_the_numpy_step():
     assert 0 < steps_alone.child("mlp", "numpy", steps=3) < 1.0
+
+
+def test_the_chains_run_the_same_expression_in_numpy_and_under_function():
+    import numpy as np
+
+    import eager as ek
+    from benchmarks.peer_steps import chain_step
+    from tracing import function
+    for workload in ("chain50", "chain2m"):
+        want = chain_step(workload, np)()
+        got = chain_step(workload, ek, function, ek.constant)().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
