@@ -15,18 +15,9 @@ import numpy as np
 import eager as ek
 import graph_runtime as gr
 from benchmarks.harness import Row, measure, table
-from benchmarks.workloads import rnn_numpy_grad
+from benchmarks.workloads import RNN_BATCH, RNN_HIDDEN, RNN_INPUTS, RNN_STEPS, rnn_data, rnn_numpy_grad
 
-STEPS, HIDDEN, BATCH, INPUTS = 100, 64, 16, 32
-
-
-def rnn_data(seed=0):
-    rng = np.random.default_rng(seed)
-    xs = rng.standard_normal((STEPS, BATCH, INPUTS)).astype(np.float32)
-    wx = (rng.standard_normal((INPUTS, HIDDEN)) * 0.1).astype(np.float32)
-    wh = (rng.standard_normal((HIDDEN, HIDDEN)) * 0.1).astype(np.float32)
-    b = np.zeros(HIDDEN, np.float32)
-    return xs, wx, wh, b
+STEPS, HIDDEN, BATCH, INPUTS = RNN_STEPS, RNN_HIDDEN, RNN_BATCH, RNN_INPUTS
 
 
 def rnn_numpy(xs, wx, wh, b):

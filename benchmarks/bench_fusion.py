@@ -39,14 +39,14 @@ import numpy as np
 import eager as ek
 
 from benchmarks.harness import Row, paired, table
-from benchmarks.workloads import BIG, chain50, chain50_numpy, expr, mlp_data, mlp_step_numpy, rnn_numpy_grad
+from benchmarks.workloads import BIG, chain50, chain50_numpy, expr, mlp_data, mlp_step_numpy, rnn_data, rnn_numpy_grad
+from benchmarks.workloads import RNN_BATCH as BATCH, RNN_HIDDEN as HIDDEN, RNN_INPUTS as INPUTS, RNN_STEPS
 from graph_runtime import fusion
 from graph_runtime.fusion.kernel import PROMOTE_AFTER
 from tracing import function
 
 MEM_N = 8_000_000
 MEM_CHAIN = 20
-RNN_STEPS, HIDDEN, BATCH, INPUTS = 100, 64, 16, 32
 
 
 def chain_n(ops, x, n=MEM_CHAIN):
@@ -64,14 +64,6 @@ def _compiled(fn, args, **opts):
 
 
 # ------------------------------------------------------------------ RNN (unrolled)
-def rnn_data(seed=0):
-    rng = np.random.default_rng(seed)
-    xs = rng.standard_normal((RNN_STEPS, BATCH, INPUTS)).astype(np.float32)
-    wx = (rng.standard_normal((INPUTS, HIDDEN)) * 0.1).astype(np.float32)
-    wh = (rng.standard_normal((HIDDEN, HIDDEN)) * 0.1).astype(np.float32)
-    return xs, wx, wh, np.zeros(HIDDEN, np.float32)
-
-
 
 
 def rnn_step(xs, wx, wh, b):

@@ -10,19 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchmarks.cnn_workload import LR, cnn_data
-from benchmarks.workloads import mlp_data
+from benchmarks.workloads import RNN_BATCH, RNN_HIDDEN, RNN_STEPS, mlp_data, rnn_data
 
-RNN_STEPS, RNN_HIDDEN, RNN_BATCH, RNN_INPUTS = 100, 64, 16, 32     # bench_control_flow's RNN
 MLP_LR = 0.1
-
-
-def rnn_data(seed=0):
-    """bench_control_flow.rnn_data's arrays (same seed and draws), without importing graphjit."""
-    rng = np.random.default_rng(seed)
-    xs = rng.standard_normal((RNN_STEPS, RNN_BATCH, RNN_INPUTS)).astype(np.float32)
-    wx = (rng.standard_normal((RNN_INPUTS, RNN_HIDDEN)) * 0.1).astype(np.float32)
-    wh = (rng.standard_normal((RNN_HIDDEN, RNN_HIDDEN)) * 0.1).astype(np.float32)
-    return xs, wx, wh, np.zeros(RNN_HIDDEN, np.float32)
 
 
 def chain_step(workload, ops, compile_=None, convert=None):

@@ -46,8 +46,7 @@ def _numpy_step(workload):
         from benchmarks.workloads import mlp_data, mlp_step_numpy
         x, y, params = mlp_data()
         return lambda: mlp_step_numpy(params, x, y)
-    from benchmarks.peer_steps import rnn_data
-    from benchmarks.workloads import rnn_numpy_grad
+    from benchmarks.workloads import rnn_data, rnn_numpy_grad
     xs, wx, wh, b = rnn_data()
     return lambda: rnn_numpy_grad(xs, wx, wh, b)
 
@@ -74,7 +73,8 @@ def _graphjit_step(workload):
         xt, yt = ek.constant(x), ek.constant(y)
         return lambda: step(xt, yt)
     import graph_runtime as gr
-    from benchmarks.bench_control_flow import rnn_data, rnn_graph
+    from benchmarks.bench_control_flow import rnn_graph
+    from benchmarks.workloads import rnn_data
     xs, wx, wh, b = rnn_data()
     g, x, _, grads = rnn_graph(xs, wx, wh, b, with_grads=True)
     run = gr.Session(graph=g).make_callable(grads, feed_list=[x])

@@ -87,6 +87,18 @@ def mlp_step_numpy(params, x, y, lr=np.float32(0.1), marks=None):
     return loss
 
 
+RNN_STEPS, RNN_HIDDEN, RNN_BATCH, RNN_INPUTS = 100, 64, 16, 32
+
+
+def rnn_data(seed=0):
+    """The tanh RNN's inputs (RNN_STEPS x RNN_BATCH x RNN_INPUTS) and weights, the same draws everywhere."""
+    rng = np.random.default_rng(seed)
+    xs = rng.standard_normal((RNN_STEPS, RNN_BATCH, RNN_INPUTS)).astype(np.float32)
+    wx = (rng.standard_normal((RNN_INPUTS, RNN_HIDDEN)) * 0.1).astype(np.float32)
+    wh = (rng.standard_normal((RNN_HIDDEN, RNN_HIDDEN)) * 0.1).astype(np.float32)
+    return xs, wx, wh, np.zeros(RNN_HIDDEN, np.float32)
+
+
 def rnn_numpy_grad(xs, wx, wh, b):
     """Hand-written tanh RNN forward, then BPTT of sum(h_T) with respect to wx, wh, b."""
     steps, batch, hidden = xs.shape[0], xs.shape[1], wx.shape[1]
